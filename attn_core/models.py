@@ -1,0 +1,532 @@
+"""Model-stacked attention models: S independent models computed as one.
+
+Every model here has a leading *member* dimension ``S``: parameters are stacked
+(``weight.shape == (S, ...)``), each member sees its own data batch (``x.shape == (S, B, ...)``)
+and ``loss(batch)`` returns the S per-member losses. Because Adam and SGD are elementwise, one
+optimiser over the stacked parameters whose objective is ``loss.sum()`` is exactly S independent
+optimisers (the gradient of the sum with respect to member i's parameters is the gradient of
+member i's loss). A model built with ``seeds=[s]`` is the ordinary single model of seed ``s``;
+a model built with ``seeds=[s1, ..., sS]`` holds exactly those S models, parameter for parameter
+(each member's weights are drawn from its own ``torch.Generator(seed)`` in the same order).
+
+With S = 1 the recurrent layers call PyTorch's fused LSTM/GRU kernels (``torch.lstm``,
+``torch.gru``); with S > 1 they run a hand-written cell with one batched matmul per time step.
+Both compute the same function (tests check they agree to float rounding).
+
+Models:
+
+- :class:`AttentionClassifier` -- LSTM + single-vector attention binary classifier
+  (Snell et al. blog; SZKS Eq. 5): ``a_l = αᵀh_l``, ``p = softmax(a)``, ``Pr[pos] = σ(Σ_l p_l W h_l)``.
+- :class:`Seq2Seq` -- LSTM/GRU encoder-decoder with Luong (2015) "general" attention
+  ``score(s_t, h_l) = s_tᵀ W h_l`` and output ``softmax(W_o tanh(W_c [s_t; c_t]))``, with K heads
+  (SZKS Eq. 16-17; contexts averaged over heads).
+- :class:`TopicAttention` -- the Lu, Mao & Nayak (2021) topic model: ``s_w = qᵀκ_w``,
+  ``v̄ = Σ_w ν_w softmax(s)_w`` followed by an FC / TC / TL classifier.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "StackedModule",
+    "StackedLinear",
+    "StackedEmbedding",
+    "StackedRNN",
+    "AttentionClassifier",
+    "Seq2Seq",
+    "TopicAttention",
+    "stack_members",
+    "member",
+]
+
+
+# --------------------------------------------------------------------------- validation helpers
+def _check_int(name: str, value, low: int = 1) -> int:
+    if not isinstance(value, (int,)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int >= {low}; got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}; got {value}")
+    return int(value)
+
+
+def _check_seeds(seeds) -> list[int]:
+    if isinstance(seeds, (int, bool)) or not isinstance(seeds, Sequence):
+        raise TypeError(f"seeds must be a non-empty sequence of ints; got {type(seeds).__name__}")
+    seeds = list(seeds)
+    if len(seeds) < 1:
+        raise ValueError("seeds must hold at least one seed (S >= 1); got an empty sequence")
+    for s in seeds:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+            raise ValueError(f"every seed must be an int >= 0; got {s!r}")
+    return seeds
+
+
+def _generators(seeds: Sequence[int]) -> list[torch.Generator]:
+    return [torch.Generator().manual_seed(int(s)) for s in seeds]
+
+
+def _stack(gens, shape, init) -> nn.Parameter:
+    """Draw one tensor of ``shape`` per generator with ``init(tensor, gen)``; stack on dim 0."""
+    out = []
+    for g in gens:
+        t = torch.empty(shape)
+        init(t, g)
+        out.append(t)
+    return nn.Parameter(torch.stack(out))
+
+
+def _uniform(bound: float):
+    return lambda t, g: t.uniform_(-bound, bound, generator=g)
+
+
+def _normal(std: float):
+    return lambda t, g: t.normal_(0.0, std, generator=g)
+
+
+# --------------------------------------------------------------------------- building blocks
+class StackedModule(nn.Module):
+    """Base class: a module holding ``n_members`` independent copies of its parameters."""
+
+    n_members: int
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:  # pragma: no cover - interface
+        """Per-member training loss, shape ``(S,)``."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def evaluate(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:  # pragma: no cover
+        """Per-member evaluation metrics, each of shape ``(S,)``."""
+        raise NotImplementedError
+
+    def _check_batch(self, batch: dict[str, Tensor], keys: Sequence[str]) -> None:
+        if not isinstance(batch, dict):
+            raise TypeError(f"batch must be a dict of tensors; got {type(batch).__name__}")
+        for k in keys:
+            if k not in batch:
+                raise ValueError(f"batch is missing {k!r}; it has {sorted(batch)}")
+            if batch[k].shape[0] != self.n_members:
+                raise ValueError(
+                    f"batch[{k!r}] has leading dimension {batch[k].shape[0]} but the model has "
+                    f"{self.n_members} members; give one data batch per member"
+                )
+
+
+class StackedLinear(nn.Module):
+    """``y = x Wᵀ + b`` for S stacked linear maps; x: (S, ..., in) -> (S, ..., out).
+
+    Initialised like ``nn.Linear``: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
+    """
+
+    def __init__(self, gens, d_in: int, d_out: int, bias: bool = True):
+        super().__init__()
+        bound = 1.0 / math.sqrt(d_in)
+        self.weight = _stack(gens, (d_out, d_in), _uniform(bound))
+        self.bias = _stack(gens, (d_out,), _uniform(bound)) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        S = x.shape[0]
+        flat = x.reshape(S, -1, x.shape[-1])
+        if self.bias is None:
+            y = torch.bmm(flat, self.weight.transpose(1, 2))
+        else:
+            y = torch.baddbmm(self.bias.unsqueeze(1), flat, self.weight.transpose(1, 2))
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+class StackedEmbedding(nn.Module):
+    """S stacked embedding tables (S, V, E), initialised N(0, std²) (``nn.Embedding``: std = 1)."""
+
+    def __init__(self, gens, vocab: int, dim: int, std: float = 1.0):
+        super().__init__()
+        self.weight = _stack(gens, (vocab, dim), _normal(std))
+
+    def forward(self, ids: Tensor) -> Tensor:
+        S, V, E = self.weight.shape
+        if ids.shape[0] != S:
+            raise ValueError(f"ids has leading dimension {ids.shape[0]}, expected S={S}")
+        offset = (torch.arange(S, device=ids.device) * V).view(S, *([1] * (ids.dim() - 1)))
+        return F.embedding(ids + offset, self.weight.reshape(S * V, E))
+
+
+class StackedRNN(nn.Module):
+    """A one-layer unidirectional LSTM or GRU for S stacked members, batch first.
+
+    LSTM (gates i, f, g, o as in PyTorch)::
+
+        i, f, g, o = σ(W_ii x + b_ii + W_hi h), σ(...), tanh(...), σ(...)
+        c' = f ⊙ c + i ⊙ g,   h' = o ⊙ tanh(c')
+
+    GRU (gates r, z, n)::
+
+        r, z = σ(W_ir x + b_ir + W_hr h + b_hr), σ(...)
+        n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),   h' = (1 - z) ⊙ n + z ⊙ h
+
+    Weights are initialised like ``nn.LSTM`` / ``nn.GRU``: U(-1/sqrt(H), 1/sqrt(H)).
+    """
+
+    def __init__(self, gens, d_in: int, hidden: int, cell: str = "lstm"):
+        super().__init__()
+        if cell not in ("lstm", "gru"):
+            raise ValueError(f"cell must be 'lstm' or 'gru'; got {cell!r}")
+        self.cell, self.hidden = cell, hidden
+        n_gates = 4 if cell == "lstm" else 3
+        bound = 1.0 / math.sqrt(hidden)
+        self.w_ih = _stack(gens, (n_gates * hidden, d_in), _uniform(bound))
+        self.w_hh = _stack(gens, (n_gates * hidden, hidden), _uniform(bound))
+        self.b_ih = _stack(gens, (n_gates * hidden,), _uniform(bound))
+        self.b_hh = _stack(gens, (n_gates * hidden,), _uniform(bound))
+
+    def forward(self, x: Tensor, state=None):
+        """x: (S, B, T, d_in) -> outputs (S, B, T, H) and the final state.
+
+        The state is ``(h, c)`` for an LSTM and ``h`` for a GRU, each of shape (S, B, H).
+        """
+        S, B, T, _ = x.shape
+        H = self.hidden
+        if state is None:
+            h0 = x.new_zeros(S, B, H)
+            state = (h0, h0.clone()) if self.cell == "lstm" else h0
+        if S == 1:
+            return self._fused(x, state)
+        return self._batched(x, state)
+
+    def _fused(self, x: Tensor, state):
+        params = [self.w_ih[0], self.w_hh[0], self.b_ih[0], self.b_hh[0]]
+        if self.cell == "lstm":
+            h0, c0 = state
+            out, h, c = torch.lstm(x[0], (h0, c0), params, True, 1, 0.0, self.training, False, True)
+            return out.unsqueeze(0), (h, c)
+        out, h = torch.gru(x[0], state, params, True, 1, 0.0, self.training, False, True)
+        return out.unsqueeze(0), h
+
+    def _batched(self, x: Tensor, state):
+        S, B, T, _ = x.shape
+        H = self.hidden
+        # Input projections for all time steps at once: (S, B*T, G) -> per-step views.
+        xg = torch.baddbmm(
+            self.b_ih.unsqueeze(1), x.reshape(S, B * T, -1), self.w_ih.transpose(1, 2)
+        ).reshape(S, B, T, -1)
+        w_hh_t = self.w_hh.transpose(1, 2)
+        b_hh = self.b_hh.unsqueeze(1)
+        outs = []
+        if self.cell == "lstm":
+            h, c = state
+            for x_t in xg.unbind(2):  # unbind, not x[t]: cheaper backward
+                gates = x_t + torch.baddbmm(b_hh, h, w_hh_t)
+                i, f, g, o = gates.chunk(4, dim=-1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+                outs.append(h)
+            return torch.stack(outs, dim=2), (h, c)
+        h = state
+        for x_t in xg.unbind(2):
+            hg = torch.baddbmm(b_hh, h, w_hh_t)
+            xr, xz, xn = x_t.chunk(3, dim=-1)
+            hr, hz, hn = hg.chunk(3, dim=-1)
+            r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+            n = torch.tanh(xn + r * hn)
+            h = (1 - z) * n + z * h
+            outs.append(h)
+        return torch.stack(outs, dim=2), h
+
+
+def _masked_softmax_uniform(scores: Tensor, mode: str) -> Tensor:
+    if mode == "uniform":
+        return torch.full_like(scores, 1.0 / scores.shape[-1])
+    return torch.softmax(scores, dim=-1)
+
+
+_ATTENTION_MODES = ("learned", "uniform")
+
+
+# --------------------------------------------------------------------------- chapter 1
+class AttentionClassifier(StackedModule):
+    """Attention LSTM binary classifier (Snell et al. blog; SZKS §2.4, Eq. 5).
+
+    Tokens are embedded and encoded by a unidirectional LSTM into ``h_1..h_L``; then ::
+
+        a_l = αᵀ h_l,   p = softmax(a),   β_l = W h_l  (output relevance, the slides' r_l)
+        logit = Σ_l p_l β_l,   Pr[positive] = σ(logit)
+
+    ``attention="uniform"`` freezes p at 1/L (the model used for β^uf in SZKS §3.2, §6.1).
+
+    Batches: ``{"x": (S, B, L) long, "y": (S, B) float in {0, 1}}``.
+    """
+
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 32, attention: str = "learned",
+                 seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab = _check_int("vocab", vocab, 2)
+        self.embed = _check_int("embed", embed)
+        self.hidden = _check_int("hidden", hidden)
+        if attention not in _ATTENTION_MODES:
+            raise ValueError(f"attention must be one of {_ATTENTION_MODES}; got {attention!r}")
+        self.attention = attention
+        self.seeds = _check_seeds(seeds)
+        self.n_members = len(self.seeds)
+        gens = _generators(self.seeds)
+        self.emb = StackedEmbedding(gens, vocab, embed)
+        self.rnn = StackedRNN(gens, embed, hidden, "lstm")
+        bound = 1.0 / math.sqrt(hidden)
+        self.alpha = _stack(gens, (hidden,), _uniform(bound))
+        self.w = _stack(gens, (hidden,), _uniform(bound))
+        if attention == "uniform":
+            self.alpha.requires_grad_(False)
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        """Return ``logit`` (S, B), attention ``p`` (S, B, L), relevance ``beta`` (S, B, L)."""
+        h, _ = self.rnn(self.emb(x))  # (S, B, L, H)
+        a = torch.einsum("sblh,sh->sbl", h, self.alpha)
+        p = _masked_softmax_uniform(a, self.attention)
+        beta = torch.einsum("sblh,sh->sbl", h, self.w)
+        return {"logit": (p * beta).sum(-1), "p": p, "beta": beta}
+
+    def loss(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        out = self(batch["x"])
+        return F.binary_cross_entropy_with_logits(out["logit"], batch["y"], reduction="none").mean(1)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        out = self(batch["x"])
+        loss = F.binary_cross_entropy_with_logits(out["logit"], batch["y"], reduction="none").mean(1)
+        acc = ((out["logit"] > 0).float() == batch["y"]).float().mean(1)
+        return {"loss": loss, "accuracy": acc}
+
+
+# --------------------------------------------------------------------------- chapters 3-5
+class Seq2Seq(StackedModule):
+    """Encoder-decoder with Luong "general" attention and K heads (Luong et al. 2015; SZKS §2.1).
+
+    Encoder and decoder are one-layer unidirectional LSTMs (or GRUs) sharing one embedding for
+    source and target tokens. The decoder runs with teacher forcing on ``[BOS, y_1..y_{T-1}]``,
+    starting from the encoder's final state. For each head k (SZKS Eq. 16-17)::
+
+        score^k_{t,l} = s_tᵀ W_k h_l,   α^k_t = softmax_l(score^k_t),   c^k_t = Σ_l α^k_{t,l} h_l
+        c_t = (1/K) Σ_k c^k_t                       (the authors' code averages the heads)
+        p_t = softmax(W_o tanh(W_c [s_t; c_t] + b_c) + b_o)
+
+    ``attention="uniform"`` freezes every α at 1/L (SZKS §3.2's β^uf model).
+
+    Batches: ``{"src": (S, B, L), "tgt_in": (S, B, T), "tgt": (S, B, T)}`` long tensors and
+    optionally ``"align": (S, B, T)``, the source position each target token copies (for the
+    attention accuracy).
+    """
+
+    def __init__(self, vocab: int, embed: int = 64, hidden: int = 64, heads: int = 1,
+                 cell: str = "lstm", attention: str = "learned", seeds: Sequence[int] = (0,),
+                 head_seeds: Sequence[int] | None = None):
+        super().__init__()
+        self.vocab = _check_int("vocab", vocab, 2)
+        self.embed = _check_int("embed", embed)
+        self.hidden = _check_int("hidden", hidden)
+        self.heads = _check_int("heads", heads)
+        if cell not in ("lstm", "gru"):
+            raise ValueError(f"cell must be 'lstm' or 'gru'; got {cell!r}")
+        if attention not in _ATTENTION_MODES:
+            raise ValueError(f"attention must be one of {_ATTENTION_MODES}; got {attention!r}")
+        self.cell, self.attention = cell, attention
+        self.seeds = _check_seeds(seeds)
+        self.n_members = len(self.seeds)
+        gens = _generators(self.seeds)
+        self.emb = StackedEmbedding(gens, vocab, embed)
+        self.encoder = StackedRNN(gens, embed, hidden, cell)
+        self.decoder = StackedRNN(gens, embed, hidden, cell)
+        self.combine = StackedLinear(gens, 2 * hidden, hidden)
+        self.out = StackedLinear(gens, hidden, vocab)
+        # Score matrices: drawn from head_seeds when given (one base model, different heads).
+        head_gens = gens if head_seeds is None else _generators(_check_seeds(head_seeds))
+        if len(head_gens) != self.n_members:
+            raise ValueError(
+                f"head_seeds must have one entry per member ({self.n_members}); got {len(head_gens)}"
+            )
+        bound = 1.0 / math.sqrt(hidden)
+        self.score = _stack(head_gens, (self.heads, hidden, hidden), _uniform(bound))
+        if attention == "uniform":
+            self.score.requires_grad_(False)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L)."""
+        enc, state = self.encoder(self.emb(src))  # (S, B, L, H)
+        dec, _ = self.decoder(self.emb(tgt_in), state)  # (S, B, T, H)
+        S, B, L, H = enc.shape
+        T, K = dec.shape[2], self.heads
+        # s_tᵀ W_k h_l for every head: (S, K, B, T, L)
+        sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
+        scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
+        alpha = _masked_softmax_uniform(scores, self.attention)
+        ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc) / K
+        o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
+        return {"logits": self.out(o), "alpha": alpha}
+
+    def loss(self, batch):
+        self._check_batch(batch, ("src", "tgt_in", "tgt"))
+        logits = self(batch["src"], batch["tgt_in"])["logits"]
+        ce = F.cross_entropy(logits.flatten(0, 2), batch["tgt"].flatten(), reduction="none")
+        return ce.view(self.n_members, -1).mean(1)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("src", "tgt_in", "tgt"))
+        out = self(batch["src"], batch["tgt_in"])
+        logits, tgt = out["logits"], batch["tgt"]
+        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten(), reduction="none")
+        metrics = {
+            "loss": ce.view(self.n_members, -1).mean(1),
+            "token_acc": (logits.argmax(-1) == tgt).float().flatten(1).mean(1),
+        }
+        if "align" in batch:
+            # attention accuracy: argmax of the head-averaged attention is the aligned position
+            att = out["alpha"].mean(1).argmax(-1)  # (S, B, T)
+            metrics["attn_acc"] = (att == batch["align"]).float().flatten(1).mean(1)
+        return metrics
+
+
+# --------------------------------------------------------------------------- chapter 2
+_CLASSIFIERS = ("FC", "TC", "TL")
+
+
+class TopicAttention(StackedModule):
+    """The topic-classification attention model of Lu, Mao & Nayak (2021), §3 / Eq. 1-3.
+
+    Each word w has an embedding ν_w ∈ R^d and a key κ_w ∈ R^d; with a fixed query q the score is
+    ``s_w = qᵀκ_w`` and the sentence representation ``v̄ = Σ_w softmax(s)_w ν_w``. Classifiers:
+
+    - ``"FC"``: logits ``Uᵀ v̄`` with U (d × J) fixed, orthonormal columns;
+    - ``"TC"``: the same U, trainable;
+    - ``"TL"``: a two-layer ReLU network d → 10 → J, trainable.
+
+    Keys start at zero (all scores 0); embeddings start N(0, σ²/d). ``freeze`` may hold
+    ``"keys"`` (Attn-TC-KF) or ``"embeddings"`` (Attn-TC-EF) for the ablation of LMN §5.2.
+
+    Batches: ``{"x": (S, N, m+1) long, "y": (S, N) long}`` (full batch: N = all sentences).
+    """
+
+    def __init__(self, vocab: int, n_topics: int = 4, dim: int = 15, classifier: str = "FC",
+                 embed_var: float = 1e-6, query_norm: float = 1.0, freeze: Sequence[str] = (),
+                 seeds: Sequence[int] = (0,), tl_hidden: int = 10):
+        super().__init__()
+        self.vocab = _check_int("vocab", vocab, 2)
+        self.n_topics = _check_int("n_topics", n_topics, 2)
+        self.dim = _check_int("dim", dim, self.n_topics)
+        if classifier not in _CLASSIFIERS:
+            raise ValueError(f"classifier must be one of {_CLASSIFIERS}; got {classifier!r}")
+        if not embed_var > 0:
+            raise ValueError(f"embed_var (σ²/d) must be > 0; got {embed_var}")
+        if not query_norm > 0:
+            raise ValueError(f"query_norm must be > 0; got {query_norm}")
+        bad = set(freeze) - {"keys", "embeddings"}
+        if bad:
+            raise ValueError(f"freeze may hold 'keys' and/or 'embeddings'; got {sorted(bad)}")
+        self.classifier = classifier
+        self.seeds = _check_seeds(seeds)
+        self.n_members = len(self.seeds)
+        gens = _generators(self.seeds)
+        d = self.dim
+        self.embedding = _stack(gens, (vocab, d), _normal(math.sqrt(embed_var)))
+        self.keys = nn.Parameter(torch.zeros(self.n_members, vocab, d))
+        q = torch.stack([torch.randn(d, generator=g) for g in gens])
+        self.register_buffer("query", q / q.norm(dim=1, keepdim=True) * query_norm)
+        if classifier in ("FC", "TC"):
+            u = torch.stack([torch.linalg.qr(torch.randn(d, self.n_topics, generator=g))[0]
+                             for g in gens])
+            if classifier == "FC":
+                self.register_buffer("U", u)
+            else:
+                self.U = nn.Parameter(u)
+        else:
+            self.hidden_layer = StackedLinear(gens, d, _check_int("tl_hidden", tl_hidden))
+            self.output_layer = StackedLinear(gens, tl_hidden, self.n_topics)
+        if "keys" in freeze:
+            self.keys.requires_grad_(False)
+        if "embeddings" in freeze:
+            self.embedding.requires_grad_(False)
+
+    def scores(self) -> Tensor:
+        """s_w = qᵀκ_w for every word: (S, vocab)."""
+        return torch.einsum("svd,sd->sv", self.keys, self.query)
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        S = self.n_members
+        s = self.scores()
+        idx = x.reshape(S, -1)
+        s_x = torch.gather(s, 1, idx).view_as(x)  # (S, N, m+1)
+        p = torch.softmax(s_x, dim=-1)
+        nu = torch.gather(self.embedding, 1, idx.unsqueeze(-1).expand(-1, -1, self.dim))
+        v_bar = torch.einsum("snl,snld->snd", p, nu.view(*x.shape, self.dim))
+        if self.classifier == "TL":
+            logits = self.output_layer(torch.relu(self.hidden_layer(v_bar)))
+        else:
+            logits = torch.einsum("snd,sdj->snj", v_bar, self.U)
+        return {"logits": logits, "p": p}
+
+    def loss(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        logits = self(batch["x"])["logits"]
+        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
+        return ce.view(self.n_members, -1).mean(1)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        logits = self(batch["x"])["logits"]
+        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
+        return {
+            "loss": ce.view(self.n_members, -1).mean(1),
+            "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1),
+        }
+
+
+# --------------------------------------------------------------------------- stacking utilities
+def stack_members(models: Sequence[StackedModule]) -> StackedModule:
+    """Concatenate models of the same architecture along the member dimension.
+
+    Used by the looped execution path to hand back one S-member model, exactly as the batched
+    path does. Returns a deep copy; the inputs are not modified.
+    """
+    import copy
+
+    if len(models) == 0:
+        raise ValueError("models must be a non-empty sequence")
+    out = copy.deepcopy(models[0])
+    with torch.no_grad():
+        for name, tensor in list(out.named_parameters()) + list(out.named_buffers()):
+            parts = [dict(list(m.named_parameters()) + list(m.named_buffers()))[name] for m in models]
+            new = torch.cat([p.detach() for p in parts], dim=0)
+            _set_tensor(out, name, new, isinstance(tensor, nn.Parameter), tensor.requires_grad)
+    out.seeds = [s for m in models for s in m.seeds]
+    out.n_members = len(out.seeds)
+    return out
+
+
+def member(model: StackedModule, i: int) -> StackedModule:
+    """A copy of member ``i`` of a stacked model, as a one-member model."""
+    import copy
+
+    if not 0 <= i < model.n_members:
+        raise ValueError(f"i must be in [0, {model.n_members - 1}]; got {i}")
+    out = copy.deepcopy(model)
+    with torch.no_grad():
+        for name, tensor in list(out.named_parameters()) + list(out.named_buffers()):
+            _set_tensor(out, name, tensor.detach()[i:i + 1].clone(),
+                        isinstance(tensor, nn.Parameter), tensor.requires_grad)
+    out.seeds = [model.seeds[i]]
+    out.n_members = 1
+    return out
+
+
+def _set_tensor(module: nn.Module, dotted: str, value: Tensor, is_param: bool, grad: bool) -> None:
+    *path, leaf = dotted.split(".")
+    for p in path:
+        module = getattr(module, p)
+    if is_param:
+        setattr(module, leaf, nn.Parameter(value, requires_grad=grad))
+    else:
+        module.register_buffer(leaf, value)

@@ -1,0 +1,339 @@
+"""The one training engine every chapter uses.
+
+:func:`train` (or :class:`Trainer`) trains S independent models -- different seeds, or different
+head initialisations -- and returns a :class:`History`. It runs them either
+
+- **batched**: one model with a leading member dimension (see :mod:`attn_core.models`), one
+  optimiser over the stacked parameters minimising ``Σ_i loss_i``. Adam and SGD are elementwise,
+  so this is exactly S independent optimisers; or
+- **looped**: S one-member models trained one after another (the way the papers' code does it,
+  using PyTorch's fused LSTM kernels).
+
+Both give the same numbers up to float rounding (``tests/test_engine.py`` checks < 1e-5).
+``execution="auto"`` picks batched on CUDA (it removes S-fold kernel-launch latency) and, on the
+CPU, the faster of the two for the model at hand (see :func:`choose_execution`).
+
+History schema (all numpy):
+
+- ``seeds``: (S,) model seeds; ``data_seeds``: (S,) data seeds
+- ``train_loss``: (S, steps) -- the training loss of every member at every step
+- ``eval_steps``: (E,) -- the steps at which evaluation ran (0 = before training, then every
+  ``eval_every`` steps, and the last step)
+- ``metrics[name]``: (S, E) -- the model's evaluation metrics on a fixed held-out batch per member
+- ``probes[name]``: (S, E, ...) -- whatever the probe callables returned
+- ``model``: the trained S-member model (on the CPU), whichever way it was trained
+
+``History.to_frame()`` gives a tidy long table: one row per (member, step, metric).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from .config import get_device
+from .models import StackedModule, stack_members
+
+__all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
+
+EXECUTIONS = ("auto", "batched", "looped")
+OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
+_DEFAULT_LR = {"adam": 1e-3, "sgd": 0.1}
+
+Probe = Callable[[StackedModule, dict], Mapping[str, torch.Tensor]]
+
+
+@dataclass
+class History:
+    """What a training run recorded; see the module docstring for the schema."""
+
+    seeds: np.ndarray
+    data_seeds: np.ndarray
+    train_loss: np.ndarray
+    eval_steps: np.ndarray
+    metrics: dict[str, np.ndarray]
+    probes: dict[str, np.ndarray]
+    model: StackedModule | None = None
+    execution: str = "batched"
+    seconds: float = 0.0
+    config: dict = field(default_factory=dict)
+
+    @property
+    def n_members(self) -> int:
+        return len(self.seeds)
+
+    def final(self, name: str) -> np.ndarray:
+        """The last evaluated value of a metric or probe for every member: (S, ...)."""
+        src = self.metrics if name in self.metrics else self.probes
+        if name not in src:
+            raise KeyError(f"{name!r} was not recorded; have {sorted(self.metrics) + sorted(self.probes)}")
+        return src[name][:, -1]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table of the scalar metrics and scalar probes: member, seed, step, metric, value."""
+        rows = []
+        scalars = {**self.metrics, **{k: v for k, v in self.probes.items() if v.ndim == 2}}
+        for name, arr in scalars.items():
+            S, E = arr.shape
+            rows.append(pd.DataFrame({
+                "member": np.repeat(np.arange(S), E),
+                "seed": np.repeat(self.seeds, E),
+                "step": np.tile(self.eval_steps, S),
+                "metric": name,
+                "value": arr.reshape(-1),
+            }))
+        return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+            columns=["member", "seed", "step", "metric", "value"])
+
+
+def _eval_schedule(steps: int, eval_every: int) -> list[int]:
+    sched = list(range(0, steps, eval_every))
+    if sched[-1] != steps:
+        sched.append(steps)
+    return sched
+
+
+def _eval_seed(data_seed: int) -> int:
+    """A held-out generator seed derived from a member's data seed."""
+    return (int(data_seed) * 1_000_003 + 99_991) % (2**63 - 1)
+
+
+def _stack_batches(batches: Sequence[dict], device) -> dict[str, torch.Tensor]:
+    return {k: torch.stack([b[k] for b in batches]).to(device) for k in batches[0]}
+
+
+@dataclass
+class Trainer:
+    """Trains S independent models of one architecture on one task (d2l-style: the trainer owns
+    the device, the optimiser, the evaluation schedule and the progress bar).
+
+    Args:
+        steps: number of optimiser steps (>= 1).
+        batch_size: examples per member per step (full-batch tasks ignore it).
+        optimizer: ``"adam"`` or ``"sgd"``.
+        lr: learning rate (default 1e-3 for Adam -- PyTorch's default -- and 0.1 for SGD).
+        eval_every: evaluate every this many steps (and at step 0 and the last step).
+        eval_batch_size: size of each member's fixed held-out batch (default: ``batch_size``).
+        execution: ``"auto"``, ``"batched"`` or ``"looped"``.
+        device: torch device (default: CUDA when available, else CPU).
+        progress: show a tqdm progress bar.
+        desc: the progress bar's label.
+    """
+
+    steps: int
+    batch_size: int = 32
+    optimizer: str = "adam"
+    lr: float | None = None
+    eval_every: int = 10
+    eval_batch_size: int | None = None
+    execution: str = "auto"
+    device: str | torch.device | None = None
+    progress: bool = True
+    desc: str = "training"
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "eval_every"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an int >= 1; got {type(v).__name__}")
+            if v < 1:
+                raise ValueError(f"{name} must be >= 1; got {v}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {self.optimizer!r}")
+        if self.lr is None:
+            self.lr = _DEFAULT_LR[self.optimizer]
+        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a finite number > 0; got {self.lr!r}")
+        if self.execution not in EXECUTIONS:
+            raise ValueError(f"execution must be one of {EXECUTIONS}; got {self.execution!r}")
+        if self.eval_batch_size is None:
+            self.eval_batch_size = self.batch_size
+        self.device = get_device(self.device)
+
+    # ----------------------------------------------------------------------------------- API
+    def fit(self, model_fn: Callable[..., StackedModule], task, seeds: Sequence[int],
+            data_seeds: Sequence[int] | None = None, probes: Mapping[str, Probe] | None = None,
+            member_kwargs: Mapping[str, Sequence] | None = None) -> History:
+        """Train one model per seed and return their :class:`History`.
+
+        Args:
+            model_fn: ``model_fn(seeds=[...], **member_kwargs)`` builds a stacked model with
+                those members (e.g. ``functools.partial(Seq2Seq, vocab=21, hidden=64)``).
+            task: a data task with ``sample(generator, batch_size)`` (see :mod:`attn_core.data`).
+            seeds: one model seed per member (S >= 1).
+            data_seeds: one data seed per member (default: the model seeds).
+            probes: ``{name: fn(model, eval_batch) -> {key: tensor (S, ...)}}`` recorded at every
+                evaluation as ``probes["name.key"]`` (or ``probes["key"]`` if name is "").
+            member_kwargs: per-member keyword arguments for ``model_fn``, each a list with one
+                entry per seed (e.g. ``{"head_seeds": [...]}``); sliced like the seeds.
+        """
+        seeds = _check_seed_list("seeds", seeds)
+        data_seeds = seeds if data_seeds is None else _check_seed_list("data_seeds", data_seeds)
+        if len(data_seeds) != len(seeds):
+            raise ValueError(f"data_seeds must have one entry per seed ({len(seeds)}); "
+                             f"got {len(data_seeds)}")
+        if not callable(model_fn):
+            raise TypeError("model_fn must be callable: model_fn(seeds=[...]) -> StackedModule")
+        if not hasattr(task, "sample"):
+            raise TypeError(f"task must have a sample(generator, batch_size) method; got {task!r}")
+        probes = dict(probes or {})
+        member_kwargs = dict(member_kwargs or {})
+        for k, v in member_kwargs.items():
+            if len(v) != len(seeds):
+                raise ValueError(f"member_kwargs[{k!r}] must have one entry per seed "
+                                 f"({len(seeds)}); got {len(v)}")
+
+        def build(idx):
+            return model_fn(seeds=[seeds[i] for i in idx],
+                            **{k: [v[i] for i in idx] for k, v in member_kwargs.items()})
+
+        execution = self.execution
+        if execution == "auto":
+            execution = choose_execution(build, task, len(seeds), self.device, self.batch_size,
+                                         key=(repr(model_fn), repr(member_kwargs)))
+        t0 = time.perf_counter()
+        if execution == "batched":
+            groups = [list(range(len(seeds)))]
+        else:
+            groups = [[i] for i in range(len(seeds))]
+        bar = tqdm(total=self.steps * len(groups), desc=f"{self.desc} [{execution}, S={len(seeds)}]",
+                   disable=not self.progress, leave=False)
+        results = [self._fit_group(lambda g=g: build(g), len(g), task,
+                                   [data_seeds[i] for i in g], probes, bar) for g in groups]
+        bar.close()
+        models = [r[0] for r in results]
+        model = models[0] if len(models) == 1 else stack_members(models)
+        return History(
+            seeds=np.array(seeds), data_seeds=np.array(data_seeds),
+            train_loss=np.concatenate([r[1] for r in results], axis=0),
+            eval_steps=np.array(_eval_schedule(self.steps, self.eval_every)),
+            metrics={k: np.concatenate([r[2][k] for r in results]) for k in results[0][2]},
+            probes={k: np.concatenate([r[3][k] for r in results]) for k in results[0][3]},
+            model=model.cpu(), execution=execution, seconds=time.perf_counter() - t0,
+            config={"steps": self.steps, "batch_size": self.batch_size, "optimizer": self.optimizer,
+                    "lr": self.lr, "eval_every": self.eval_every, "device": str(self.device)},
+        )
+
+    # ------------------------------------------------------------------------------ internals
+    def _fit_group(self, build, n_members, task, data_seeds, probes, bar):
+        device = self.device
+        model = build().to(device)
+        if not isinstance(model, StackedModule):
+            raise TypeError(f"model_fn must return a StackedModule; got {type(model).__name__}")
+        if model.n_members != n_members:
+            raise ValueError(f"model_fn(seeds=...) built {model.n_members} members for "
+                             f"{n_members} seeds")
+        params = [p for p in model.parameters() if p.requires_grad]
+        if not params:
+            raise ValueError("the model has no trainable parameters")
+        opt = OPTIMIZERS[self.optimizer](params, lr=self.lr)
+        gens = [torch.Generator().manual_seed(int(s)) for s in data_seeds]
+        eval_batch = _stack_batches(
+            [task.sample(torch.Generator().manual_seed(_eval_seed(s)), self.eval_batch_size)
+             for s in data_seeds], device)
+        schedule = _eval_schedule(self.steps, self.eval_every)
+        losses = torch.empty(n_members, self.steps)
+        metric_log: dict[str, list] = {}
+        probe_log: dict[str, list] = {}
+
+        def evaluate():
+            model.eval()
+            with torch.no_grad():
+                for k, v in model.evaluate(eval_batch).items():
+                    metric_log.setdefault(k, []).append(v.detach().float().cpu())
+                for pname, fn in probes.items():
+                    for k, v in fn(model, eval_batch).items():
+                        key = f"{pname}.{k}" if pname else k
+                        probe_log.setdefault(key, []).append(torch.as_tensor(v).detach().float().cpu())
+            model.train()
+
+        model.train()
+        for step in range(self.steps):
+            if step in schedule:
+                evaluate()
+            batch = _stack_batches([task.sample(g, self.batch_size) for g in gens], device)
+            loss = model.loss(batch)
+            opt.zero_grad(set_to_none=True)
+            loss.sum().backward()  # Σ_i loss_i: member i's gradient is ∇ loss_i alone
+            opt.step()
+            losses[:, step] = loss.detach().cpu()
+            bar.update(1)
+            if step % 10 == 0 or step == self.steps - 1:
+                bar.set_postfix(loss=f"{losses[:, step].mean():.3f}", refresh=False)
+        evaluate()
+        metrics = {k: torch.stack(v, dim=1).numpy() for k, v in metric_log.items()}
+        probe_arrays = {k: torch.stack(v, dim=1).numpy() for k, v in probe_log.items()}
+        return model.cpu(), losses.numpy(), metrics, probe_arrays
+
+
+def _check_seed_list(name: str, seeds) -> list[int]:
+    if isinstance(seeds, (int, str, bytes)) or not isinstance(seeds, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints (S >= 1); got {type(seeds).__name__}")
+    seeds = [int(s) if isinstance(s, (int, np.integer)) and not isinstance(s, bool) else s
+             for s in seeds]
+    if len(seeds) < 1:
+        raise ValueError(f"{name} must hold at least one seed (S >= 1); got none")
+    for s in seeds:
+        if not isinstance(s, int) or s < 0:
+            raise ValueError(f"every entry of {name} must be an int >= 0; got {s!r}")
+    return seeds
+
+
+# ------------------------------------------------------------------------ execution choice
+_CHOICES: dict[tuple, str] = {}
+
+
+def choose_execution(build, task, n_members: int, device, batch_size: int = 32,
+                     calibration_steps: int = 3, key=None) -> str:
+    """Pick ``"batched"`` or ``"looped"`` for S = ``n_members`` models.
+
+    Rule: one member -> looped (there is nothing to batch); CUDA -> batched (one kernel launch
+    instead of S); CPU -> a quick calibration: time ``calibration_steps`` steps of an S-member
+    model against the same steps of one single model times S, on throwaway models and data, and
+    take the faster (cached per architecture, task and S for the session). The calibration never
+    touches the run's own models or generators, so the choice cannot change the results beyond
+    float rounding.
+    """
+    device = get_device(device)
+    if n_members == 1:
+        return "looped"
+    if device.type == "cuda":
+        return "batched"
+    key = (key if key is not None else repr(build), repr(task), n_members, str(device), batch_size)
+    if key not in _CHOICES:
+        t_batched = _time_steps(build(list(range(n_members))), task, device, batch_size,
+                                calibration_steps)
+        t_single = _time_steps(build([0]), task, device, batch_size, calibration_steps)
+        _CHOICES[key] = "batched" if t_batched <= n_members * t_single else "looped"
+    return _CHOICES[key]
+
+
+def _time_steps(model, task, device, batch_size, n_steps) -> float:
+    model = model.to(device)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    g = torch.Generator().manual_seed(12345)
+    batch = _stack_batches([task.sample(g, batch_size) for _ in range(model.n_members)], device)
+    best = math.inf
+    for i in range(n_steps + 1):  # the first step warms up and is not counted
+        t0 = time.perf_counter()
+        loss = model.loss(batch)
+        opt.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        opt.step()
+        if i:
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def train(model_fn, task, seeds: Sequence[int], steps: int, data_seeds=None, probes=None,
+          member_kwargs=None, **trainer_kwargs) -> History:
+    """Train S seeds in one call: ``Trainer(steps, **trainer_kwargs).fit(model_fn, task, seeds, ...)``."""
+    return Trainer(steps=steps, **trainer_kwargs).fit(model_fn, task, seeds, data_seeds, probes,
+                                                      member_kwargs)

@@ -1,0 +1,88 @@
+"""Theory: the gated classifier's flow, its closed form, the constrained version, the SEN curve."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attn_core import theory
+from attn_core.metrics import first_step, wilson_interval
+
+
+def test_flow_matches_closed_form():
+    for b0, b1, p in [(0, 0, 0.5), (10, -10, 0.5), (-1, 2, 0.2)]:
+        f = theory.gated_flow(b0, b1, p, t_max=2.0, n_steps=400)
+        c = theory.gated_flow_closed_form(b0, b1, p, f["tau"])
+        for k in ("beta0", "beta1", "p"):
+            np.testing.assert_allclose(f[k], c[k], rtol=1e-7, atol=1e-7)
+
+
+def test_flow_is_gradient_flow_of_the_loss():
+    """Finite differences of L = p(β0 - β1) give the flow's right-hand side."""
+    b0, b1, p, h = 0.3, -0.7, 0.4, 1e-6
+    L = theory.gated_loss
+    grad = np.array([(L(b0 + h, b1, p) - L(b0 - h, b1, p)),
+                     (L(b0, b1 + h, p) - L(b0, b1 - h, p)),
+                     (L(b0, b1, p + h) - L(b0, b1, p - h))]) / (2 * h)
+    np.testing.assert_allclose(-grad, [-p, p, b1 - b0], atol=1e-8)
+
+
+def test_uniform_start_flat_then_rising_and_bad_start_falls():
+    f = theory.gated_flow(0, 0, 0.5, t_max=3, n_steps=300)
+    assert f["p"][1] - 0.5 < 1e-3 and f["p"][-1] > 1
+    assert np.allclose(f["beta0"] + f["beta1"], 0)          # β0 + β1 is conserved
+    bad = theory.gated_flow(10, -10, 0.5, t_max=0.1, n_steps=10)
+    assert np.all(np.diff(bad["p"]) < 0)
+
+
+def test_ce_descent_approaches_flow_as_lr_shrinks():
+    flow = theory.gated_ce_flow(0, 0, 0.5, t_max=10, n_steps=2000)
+    errs = []
+    for lr in (1.0, 0.1, 0.01):
+        gd = theory.gated_ce_descent(0, 0, 0.5, lr=lr, steps=int(round(10 / lr)))
+        errs.append(abs(gd["p"][-1] - flow["p"][-1]))
+    assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-3
+
+
+def test_ce_gradient_matches_finite_differences():
+    b0, b1, a, h = 0.4, -0.2, 0.3, 1e-6
+    L = theory.gated_ce_loss
+    num = np.array([(L(b0 + h, b1, a) - L(b0 - h, b1, a)), (L(b0, b1 + h, a) - L(b0, b1 - h, a)),
+                    (L(b0, b1, a + h) - L(b0, b1, a - h))]) / (2 * h)
+    np.testing.assert_allclose(theory._ce_grad(np.array([b0, b1, a])), num, atol=1e-7)
+
+
+def test_sen_curve():
+    s = np.array([0.0, 1.0, 3.0])
+    np.testing.assert_allclose(theory.sen_curve(s, 20), np.sqrt(2 * (s + np.expm1(s) / 20)))
+    assert theory.sen_curve(0.0, 5) == 0
+    assert np.all(theory.sen_curve(s[1:], 20) > np.sqrt(2 * s[1:]))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: theory.gated_flow(0, 0, 1.0), "p"),
+    (lambda: theory.gated_flow(0, 0, 0.0), "p"),
+    (lambda: theory.gated_flow(0, 0, 1.5), "p"),
+    (lambda: theory.gated_flow(0, 0, 0.5, t_max=-1), "t_max"),
+    (lambda: theory.gated_flow(0, 0, 0.5, n_steps=0), "n_steps"),
+    (lambda: theory.gated_flow(math.nan, 0, 0.5), "beta0"),
+    (lambda: theory.gated_ce_descent(0, 0, 0.5, lr=0, steps=3), "lr"),
+    (lambda: theory.sen_curve(1.0, 0), "m"),
+    (lambda: theory.sen_curve(-1.0, 5), "score"),
+])
+def test_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_first_step_and_wilson():
+    steps = np.array([0, 10, 20, 30])
+    assert first_step(steps, [0.1, 0.2, 0.6, 0.9], 0.5) == 20
+    assert math.isnan(first_step(steps, [0.1, 0.2, 0.3, 0.4], 0.5))
+    np.testing.assert_array_equal(first_step(steps, [[0, 1, 1, 1], [0, 0, 0, 1]], 0.5), [10, 30])
+    lo, hi = wilson_interval(5, 10)
+    assert lo < 0.5 < hi and 0 <= lo and hi <= 1
+    assert wilson_interval(0, 10)[0] == pytest.approx(0, abs=1e-12)
+    assert wilson_interval(10, 10)[1] == pytest.approx(1, abs=1e-12)
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(11, 10)
