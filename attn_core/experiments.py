@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, dataclass
 
+from .cache import cached_history
 from .config import Preset
 from .data import KeywordTask
 from .metrics import keyword_probe
@@ -57,16 +58,26 @@ KEYWORD_UNIFORM = Preset(
 )
 
 
-def run_keyword(config: KeywordConfig, progress: bool = True, **trainer_kwargs) -> History:
+def run_keyword(config: KeywordConfig, progress: bool = True, cache: bool = True) -> History:
     """Train ``len(config.seeds)`` attention classifiers on the keyword task and record
-    :func:`~attn_core.metrics.keyword_probe` at every evaluation."""
+    :func:`~attn_core.metrics.keyword_probe` at every evaluation.
+
+    With ``cache=True`` the result is reused if this exact config (and package source) was run
+    before (see :mod:`attn_core.cache`); the call prints which happened.
+    """
     if not isinstance(config, KeywordConfig):
         raise TypeError(f"config must be a KeywordConfig; got {type(config).__name__}")
     task = KeywordTask(config.length, config.vocab)
     model_fn = functools.partial(AttentionClassifier, vocab=task.model_vocab, embed=config.embed,
                                  hidden=config.hidden, attention=config.attention)
-    return train(model_fn, task, list(config.seeds), steps=config.steps,
-                 batch_size=config.batch_size, optimizer=config.optimizer, lr=config.lr,
-                 eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
-                 probes={"": keyword_probe}, progress=progress,
-                 desc=f"keyword ({config.attention} attention)", **trainer_kwargs)
+
+    def compute():
+        return train(model_fn, task, list(config.seeds), steps=config.steps,
+                     batch_size=config.batch_size, optimizer=config.optimizer, lr=config.lr,
+                     eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
+                     probes={"": keyword_probe}, progress=progress,
+                     desc=f"keyword ({config.attention} attention)")
+
+    if not cache:
+        return compute()
+    return cached_history(f"keyword-{config.attention}", config.as_dict(), compute)

@@ -266,7 +266,9 @@ class Trainer:
             losses[:, step] = loss.detach().cpu()
             bar.update(1)
             if step % 10 == 0 or step == self.steps - 1:
-                bar.set_postfix(loss=f"{losses[:, step].mean():.3f}", refresh=False)
+                # mean training loss over members, and the last evaluation's metrics
+                shown = {k: f"{v[-1].mean():.3f}" for k, v in metric_log.items() if k != "loss"}
+                bar.set_postfix(loss=f"{losses[:, step].mean():.3f}", **shown, refresh=False)
         evaluate()
         metrics = {k: torch.stack(v, dim=1).numpy() for k, v in metric_log.items()}
         probe_arrays = {k: torch.stack(v, dim=1).numpy() for k, v in probe_log.items()}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Build the book: execute the notebooks (cached) and write the HTML to _build/html.
+#
+#   bash scripts/build_book.sh                  # fast mode (default): a 2-core CPU is enough
+#   ATTN_MODE=full bash scripts/build_book.sh   # the papers' scale (meant for a GPU)
+#
+# Extra arguments go to `jupyter-book build`, e.g. `bash scripts/build_book.sh -W -n`.
+#
+# Executed notebooks are cached (execute_notebooks: cache, in _build/.jupyter_cache) keyed by
+# the notebooks' own code only. So that the book never shows stale outputs:
+# - each mode keeps its own cache: switching mode swaps the cache in and rebuilds all pages;
+# - when attn_core/ or requirements.txt change, every cached execution is dropped (expensive
+#   experiment results survive: they are cached separately, see attn_core.cache/ATTN_CACHE).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+export ATTN_MODE="${ATTN_MODE:-fast}"
+mode="$(python -c 'from attn_core.config import get_mode; print(get_mode())')"
+
+extra=()
+mkdir -p _build
+last="$(cat _build/.attn_mode 2>/dev/null || true)"
+if [ -n "$last" ] && [ "$last" != "$mode" ]; then
+    echo "[build] mode changed ($last -> $mode): swapping the execution cache, rebuilding all pages"
+    [ -d _build/.jupyter_cache ] && mv _build/.jupyter_cache "_build/.jupyter_cache-$last"
+    [ -d "_build/.jupyter_cache-$mode" ] && mv "_build/.jupyter_cache-$mode" _build/.jupyter_cache
+    extra+=(--all)
+fi
+
+code_stamp="$(cat attn_core/*.py requirements.txt | sha256sum | cut -d' ' -f1)"
+if [ "$(cat _build/.attn_code_stamp 2>/dev/null || true)" != "$code_stamp" ]; then
+    if [ -d _build/.jupyter_cache ] || compgen -G "_build/.jupyter_cache-*" >/dev/null; then
+        echo "[build] attn_core/ or requirements.txt changed: re-executing all notebooks"
+        rm -rf _build/.jupyter_cache _build/.jupyter_cache-*
+        extra+=(--all)
+    fi
+fi
+
+echo "[build] ATTN_MODE=$ATTN_MODE (resolved: $mode) ATTN_THREADS=$ATTN_THREADS"
+start=$SECONDS
+jupyter-book build . "${extra[@]}" "$@"
+echo "$mode" > _build/.attn_mode
+echo "$code_stamp" > _build/.attn_code_stamp
+echo "[build] done in $((SECONDS - start)) s"
+echo "[build] open: $(pwd)/_build/html/index.html"

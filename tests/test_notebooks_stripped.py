@@ -1,0 +1,69 @@
+"""Notebooks are committed clean, and each one opens on Colab ready to run.
+
+- no outputs and no execution counts (run ``bash scripts/strip_notebooks.sh``);
+- the first cell carries an "Open in Colab" link to this very notebook on GitHub;
+- the first code cell installs the book's code only when running on Colab
+  (``"google.colab" in sys.modules``) and never pins torch, so Colab's own GPU build stays.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+COLAB = "https://colab.research.google.com/github/how-attention-learns/how-attention-learns/blob/main/notebooks/{name}.ipynb"
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found in notebooks/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stripped(path):
+    nb = _load(path)
+    dirty = [
+        i
+        for i, cell in enumerate(nb["cells"])
+        if cell["cell_type"] == "code" and (cell.get("outputs") or cell.get("execution_count") is not None)
+    ]
+    assert not dirty, (
+        f"{path.name}: code cells {dirty} have outputs or execution counts; "
+        "run `bash scripts/strip_notebooks.sh`"
+    )
+    assert "widgets" not in nb.get("metadata", {}), f"{path.name}: saved widget state; strip it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_cell_has_colab_link(path):
+    nb = _load(path)
+    assert nb["cells"], f"{path.name} is empty"
+    url = COLAB.format(name=path.stem)
+    assert url in _source(nb["cells"][0]), f"{path.name}: the first cell must link to {url}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_colab_install_is_guarded_and_keeps_torch(path):
+    nb = _load(path)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code, f"{path.name} has no code cells"
+    first = _source(code[0])
+    assert re.search(r"""["']google\.colab["']\s+in\s+sys\.modules""", first), (
+        f"{path.name}: the first code cell must install only under "
+        '`if "google.colab" in sys.modules:`'
+    )
+    assert "install" in first, f"{path.name}: the Colab guard should install the book's code"
+    assert "torch==" not in first, f"{path.name}: do not pin torch on Colab (keeps its GPU build)"

@@ -1,0 +1,153 @@
+"""Behavioural tests for attn_core.plotting (style and the static-book figure slider)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from ipywidgets.widgets.widget_link import Link  # noqa: E402
+
+from attn_core import plotting  # noqa: E402
+from attn_core.plotting import fig_to_png, figure_slider, set_style  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _draw(value):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1, 2], [0, value, 2 * value])
+    ax.set_title(f"value = {value}")
+    return fig
+
+
+@pytest.fixture(autouse=True)
+def _close_all():
+    plt.close("all")
+    yield
+    plt.close("all")
+
+
+def _parts(box):
+    assert isinstance(box, widgets.VBox)
+    slider, stack = box.children
+    assert isinstance(slider, widgets.SelectionSlider)
+    assert isinstance(stack, widgets.Stack)
+    return slider, stack
+
+
+def _links_between(slider, stack):
+    """Every live jslink widget whose source is the slider and target the stack."""
+    found = []
+    try:  # ipywidgets >= 8.1: the registry of live widgets
+        from ipywidgets.widgets.widget import _instances as live
+    except ImportError:  # pragma: no cover - older ipywidgets
+        live = widgets.Widget.widgets
+    for w in list(live.values()):
+        if isinstance(w, Link):
+            state = w.get_state()
+            if state["source"] == [f"IPY_MODEL_{slider.model_id}", "index"] and state[
+                "target"
+            ] == [f"IPY_MODEL_{stack.model_id}", "selected_index"]:
+                found.append(w)
+    return found
+
+
+def test_set_style_sets_dpi_and_grid():
+    set_style()
+    assert plt.rcParams["figure.dpi"] == plotting.DPI
+    assert plt.rcParams["axes.grid"] is True
+    set_style()  # idempotent
+
+
+def test_fig_to_png_returns_png_and_keeps_figure_open():
+    fig = _draw(1.0)
+    png = fig_to_png(fig)
+    assert png.startswith(PNG_MAGIC)
+    assert plt.fignum_exists(fig.number)
+
+
+def test_fig_to_png_rejects_non_figure():
+    with pytest.raises(TypeError, match="fig"):
+        fig_to_png("not a figure")
+
+
+def test_one_frame_per_value_and_frames_differ():
+    values = [0.5, 1.0, 2.0, 4.0]
+    box = figure_slider(values, _draw, description="scale")
+    slider, stack = _parts(box)
+    assert len(stack.children) == len(values)
+    assert all(isinstance(img, widgets.Image) and img.format == "png" for img in stack.children)
+    pngs = [bytes(img.value) for img in stack.children]
+    assert all(p.startswith(PNG_MAGIC) for p in pngs)
+    assert len(set(pngs)) == len(values), "frames for different values must differ"
+    assert slider.options == tuple(str(v) for v in values)
+    assert slider.index == 0 and stack.selected_index == 0
+    assert slider.description == "scale"
+    assert "attn-figure-slider" in box._dom_classes
+
+
+def test_custom_labels_and_readout():
+    box = figure_slider([1, 2, 3], _draw, labels=["one", "two", "three"], readout=False)
+    slider, _ = _parts(box)
+    assert slider.options == ("one", "two", "three")
+    assert slider.readout is False
+
+
+def test_slider_is_jslinked_to_stack():
+    box = figure_slider([1, 2, 3], _draw)
+    slider, stack = _parts(box)
+    links = _links_between(slider, stack)
+    assert len(links) == 1
+    state = links[0].get_state()
+    assert state["_model_name"] == "LinkModel"  # a browser-side (js) link, not a Python one
+
+
+def test_figures_are_closed_afterwards():
+    figure_slider([1, 2, 3], _draw)
+    assert plt.get_fignums() == []
+
+
+def test_draw_is_called_once_per_value_in_order():
+    seen = []
+
+    def draw(v):
+        seen.append(v)
+        return _draw(v)
+
+    figure_slider(["a", "b", "c"], lambda v: draw(len(v) + len(seen)))
+    assert len(seen) == 3
+
+
+def test_empty_values_raise():
+    with pytest.raises(ValueError, match="values"):
+        figure_slider([], _draw)
+
+
+def test_draw_not_callable_raises():
+    with pytest.raises(TypeError, match="draw"):
+        figure_slider([1, 2], "not callable")
+
+
+def test_labels_length_mismatch_raises():
+    with pytest.raises(ValueError, match="labels"):
+        figure_slider([1, 2, 3], _draw, labels=["a", "b"])
+
+
+def test_draw_returning_non_figure_raises_and_closes():
+    def bad(v):
+        fig, ax = plt.subplots()
+        return ax
+
+    with pytest.raises(TypeError, match="Figure"):
+        figure_slider([1], bad)
+    assert plt.get_fignums() == []
+
+
+def test_warns_over_frame_budget(monkeypatch):
+    monkeypatch.setattr(plotting, "FRAME_BUDGET_BYTES", 100)
+    with pytest.warns(UserWarning, match="frames"):
+        figure_slider([1, 2], _draw)
