@@ -32,7 +32,9 @@ _attn_env_main() {
         echo "$want" > "$stamp"
     fi
 
-    if ! "$venv/bin/python" -c "import attn_core, sys; sys.exit(0 if attn_core.__file__.startswith('$root/') else 1)" >/dev/null 2>&1; then
+    # Checked from / : from the repository root the package would import from the cwd even
+    # when it is not installed, and notebook kernels (cwd notebooks/) would then fail to import it.
+    if ! (cd / && "$venv/bin/python" -c "import attn_core, sys; sys.exit(0 if attn_core.__file__.startswith('$root/') else 1)") >/dev/null 2>&1; then
         echo "[env] installing attn_core (editable)" >&2
         "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$root" \
             || { echo "[env] ERROR: pip install -e . failed" >&2; return 1; }
