@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-__all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS"]
+__all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "topic_sentences",
+           "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task"]
 
 
 def _check_int(name: str, value, low: int = 1) -> int:
@@ -171,15 +172,63 @@ class CopyTask:
 
 
 # --------------------------------------------------------------------------- chapter 2
+def topic_sentences(topic_sets, dictionary, m: int, n: int, generator: torch.Generator):
+    """Draw ``n`` sentences of the topic task of Lu, Mao & Nayak (2021), §3.
+
+    Each sentence: (1) a topic y uniform over the J = ``len(topic_sets)`` topics, (2) one word
+    uniform over the topic word set 𝕋_y, placed at a uniform position among (3) ``m`` non-topic
+    words drawn uniformly (with replacement) from ``dictionary`` = Θ. LMN require the sets 𝕋_j
+    to be mutually exclusive and Θ to hold no topic word.
+
+    Returns ``x`` (n, m+1) long word ids, ``y`` (n,) long topics, ``pos`` (n,) the topic word's
+    position.
+    """
+    _check_gen(generator)
+    m, n = _check_int("m", m, 1), _check_int("n", n, 1)
+    if isinstance(topic_sets, (str, bytes)) or not hasattr(topic_sets, "__len__"):
+        raise TypeError("topic_sets must be a sequence of word-id sequences, one per topic")
+    sets = [[int(w) for w in s] for s in topic_sets]
+    if len(sets) < 2:
+        raise ValueError(f"topic_sets must hold J >= 2 topics; got {len(sets)}")
+    if any(len(s) == 0 for s in sets):
+        raise ValueError("every topic set in topic_sets must hold at least one word")
+    flat = [w for s in sets for w in s]
+    if len(set(flat)) != len(flat):
+        raise ValueError("topic_sets must be mutually exclusive (a word in two topics, or twice)")
+    dictionary = torch.as_tensor(list(dictionary), dtype=torch.long)
+    if dictionary.numel() < 1:
+        raise ValueError("dictionary (the non-topic words Θ) must hold at least one word")
+    if min(flat + dictionary.tolist()) < 0:
+        raise ValueError("word ids in topic_sets and dictionary must be >= 0")
+    overlap = set(flat) & set(dictionary.tolist())
+    if overlap:
+        raise ValueError(f"topic words overlap the dictionary (Θ must hold no topic word): "
+                         f"{sorted(overlap)[:5]}")
+    J, K = len(sets), max(len(s) for s in sets)
+    table = torch.full((J, K), -1, dtype=torch.long)
+    for j, s in enumerate(sets):
+        table[j, :len(s)] = torch.tensor(s)
+    sizes = torch.tensor([len(s) for s in sets])
+    y = torch.randint(0, J, (n,), generator=generator)
+    pick = (torch.rand(n, generator=generator) * sizes[y]).long().clamp(max=K - 1)
+    topic_word = table[y, pick]
+    x = dictionary[torch.randint(0, dictionary.numel(), (n, m + 1), generator=generator)]
+    pos = torch.randint(0, m + 1, (n,), generator=generator)
+    x[torch.arange(n), pos] = topic_word
+    return {"x": x, "y": y, "pos": pos}
+
+
 @dataclass(frozen=True)
 class TopicTask:
     """The topic classification task of Lu, Mao & Nayak (2021), §3 and §5.1.
 
     ``n_topics`` = J topics with ``words_per_topic`` topic words each; a sentence is one topic
     word (its topic is the label) plus ``m`` non-topic words drawn uniformly from a dictionary of
-    ``n_nontopic`` = M words. Word ids: topic words ``0 .. J*words_per_topic - 1``, then the M
-    non-topic words. The data set (``n_train`` + ``n_test`` sentences) is drawn once from
-    ``seed``; :meth:`sample` returns the whole training set (full-batch gradient descent).
+    ``n_nontopic`` = M words (see :func:`topic_sentences`). Word ids: topic words
+    ``0 .. J*words_per_topic - 1`` (topic j owns ``j*K .. j*K+K-1``), then the M non-topic words.
+    The data set (``n_train`` + ``n_test`` sentences) is drawn once from ``seed``; :meth:`sample`
+    returns the whole training set (full-batch gradient descent). LMN §5.1: J = 4, K = 2, m = 20,
+    M = 5,000, 800 / 200 sentences.
     """
 
     n_topics: int = 4
@@ -199,16 +248,13 @@ class TopicTask:
         _check_int("n_train", self.n_train, 1)
         _check_int("n_test", self.n_test, 1)
         g = torch.Generator().manual_seed(_check_int("seed", self.seed, 0))
-        n, J, K = self.n_train + self.n_test, self.n_topics, self.words_per_topic
-        y = torch.randint(0, J, (n,), generator=g)
-        topic_word = y * K + torch.randint(0, K, (n,), generator=g)
-        x = J * K + torch.randint(0, self.n_nontopic, (n, self.m + 1), generator=g)
-        pos = torch.randint(0, self.m + 1, (n,), generator=g)
-        x[torch.arange(n), pos] = topic_word
-        tr = slice(0, self.n_train)
-        te = slice(self.n_train, n)
+        J, K = self.n_topics, self.words_per_topic
+        sets = [list(range(j * K, (j + 1) * K)) for j in range(J)]
+        d = topic_sentences(sets, range(J * K, J * K + self.n_nontopic), self.m,
+                            self.n_train + self.n_test, g)
+        tr, te = slice(0, self.n_train), slice(self.n_train, None)
         object.__setattr__(self, "_data", {
-            "train": {"x": x[tr], "y": y[tr]}, "test": {"x": x[te], "y": y[te]}})
+            "train": {"x": d["x"][tr], "y": d["y"][tr]}, "test": {"x": d["x"][te], "y": d["y"][te]}})
 
     @property
     def model_vocab(self) -> int:
@@ -216,7 +262,14 @@ class TopicTask:
 
     @property
     def topic_words(self) -> Tensor:
+        """Ids of the topic words, topic by topic: (J * words_per_topic,)."""
         return torch.arange(self.n_topics * self.words_per_topic)
+
+    def topic_of(self, word: int) -> int:
+        """The topic a topic word belongs to."""
+        if not 0 <= int(word) < self.n_topics * self.words_per_topic:
+            raise ValueError(f"word must be a topic word id in [0, {self.n_topics * self.words_per_topic - 1}]; got {word}")
+        return int(word) // self.words_per_topic
 
     def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
         """The full training set (the generator and batch size are not used: full batch)."""
@@ -224,3 +277,178 @@ class TopicTask:
 
     def test_set(self) -> dict[str, Tensor]:
         return {k: v.clone() for k, v in self._data["test"].items()}
+
+
+@dataclass(frozen=True)
+class PurityTwinTask:
+    """A synthetic twin of LMN's SST-2 "best" vs "powerful" competition (§5.2, Fig. 5-7).
+
+    Two classes (1 = positive). Word 0 is the *frequent* word ("best"): it appears in
+    ``frequent_counts[0]`` positive and ``frequent_counts[1]`` negative training sentences
+    (LMN: 103 and 25 of 128, topic purity |103 − 25| / 128 = 0.61). Word 1 is the *rare pure*
+    word ("powerful"): it appears in ``rare_count`` positive sentences (LMN: 36, purity 1), all of
+    which also hold the frequent word, so the two compete for attention in the same sentences.
+    Every other training sentence holds one ordinary topic word of its class (words 2..1+2K, K =
+    ``words_per_topic`` per class), as in :class:`TopicTask`; all sentences are filled up to
+    ``m + 1`` words with non-topic words drawn uniformly from a dictionary of ``n_nontopic``.
+
+    :meth:`sample` returns the whole training set; ``test_set()`` is drawn the same way from the
+    topic-word part only (sentences without the competing words).
+    """
+
+    frequent_counts: tuple[int, int] = (103, 25)
+    rare_count: int = 36
+    n_train: int = 800
+    n_test: int = 200
+    m: int = 20
+    n_nontopic: int = 5000
+    words_per_topic: int = 2
+    seed: int = 0
+    _data: dict = field(init=False, repr=False, compare=False)
+
+    FREQUENT = 0
+    RARE = 1
+
+    def __post_init__(self):
+        if not (isinstance(self.frequent_counts, (tuple, list)) and len(self.frequent_counts) == 2):
+            raise TypeError("frequent_counts must be a pair (positive, negative) of ints")
+        n_pos = _check_int("frequent_counts[0]", self.frequent_counts[0], 1)
+        n_neg = _check_int("frequent_counts[1]", self.frequent_counts[1], 0)
+        rare = _check_int("rare_count", self.rare_count, 1)
+        if rare > n_pos:
+            raise ValueError(f"rare_count ({rare}) must be <= frequent_counts[0] ({n_pos}): the "
+                             "rare word shares positive sentences with the frequent word")
+        _check_int("n_train", self.n_train, 1)
+        if n_pos + n_neg >= self.n_train:
+            raise ValueError(f"n_train ({self.n_train}) must exceed the frequent word's "
+                             f"{n_pos + n_neg} sentences")
+        _check_int("n_test", self.n_test, 1)
+        m = _check_int("m", self.m, 2)
+        _check_int("n_nontopic", self.n_nontopic, 1)
+        K = _check_int("words_per_topic", self.words_per_topic, 1)
+        g = torch.Generator().manual_seed(_check_int("seed", self.seed, 0))
+        sets = [list(range(2, 2 + K)), list(range(2 + K, 2 + 2 * K))]   # class 0, class 1
+        dictionary = range(2 + 2 * K, 2 + 2 * K + self.n_nontopic)
+        n_rest = self.n_train - n_pos - n_neg
+        rest = topic_sentences(sets, dictionary, m, n_rest + self.n_test, g)
+        # sentences of the competing words: m+1 dictionary words, then plant the words
+        n_comp = n_pos + n_neg
+        xc = torch.as_tensor(list(dictionary))[
+            torch.randint(0, self.n_nontopic, (n_comp, m + 1), generator=g)]
+        yc = torch.cat([torch.ones(n_pos, dtype=torch.long), torch.zeros(n_neg, dtype=torch.long)])
+        slots = torch.rand(n_comp, m + 1, generator=g).argsort(dim=1)[:, :2]  # two distinct places
+        xc[torch.arange(n_comp), slots[:, 0]] = self.FREQUENT
+        xc[torch.arange(rare), slots[:rare, 1]] = self.RARE
+        x = torch.cat([xc, rest["x"][:n_rest]])
+        y = torch.cat([yc, rest["y"][:n_rest]])
+        order = torch.randperm(self.n_train, generator=g)
+        object.__setattr__(self, "_data", {
+            "train": {"x": x[order], "y": y[order]},
+            "test": {"x": rest["x"][n_rest:], "y": rest["y"][n_rest:]}})
+
+    @property
+    def model_vocab(self) -> int:
+        return 2 + 2 * self.words_per_topic + self.n_nontopic
+
+    @property
+    def topic_words(self) -> Tensor:
+        """The ordinary (pure, frequent) topic words of the two classes."""
+        return torch.arange(2, 2 + 2 * self.words_per_topic)
+
+    def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
+        """The full training set (full batch)."""
+        return {k: v.clone() for k, v in self._data["train"].items()}
+
+    def test_set(self) -> dict[str, Tensor]:
+        return {k: v.clone() for k, v in self._data["test"].items()}
+
+
+def read_sst2_tsv(path) -> tuple[list[list[str]], list[int]]:
+    """Read a GLUE SST-2 file (``train.tsv`` / ``dev.tsv``): a header line ``sentence<TAB>label``
+    and one ``text<TAB>0|1`` per line. Returns the lower-cased whitespace tokens of every sentence
+    and the labels (1 = positive)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no SST-2 file at {path}")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0].strip().split("\t") != ["sentence", "label"]:
+        raise ValueError(f"{path} is not a GLUE SST-2 TSV (header must be 'sentence<TAB>label')")
+    tokens, labels = [], []
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        parts = line.rsplit("\t", 1)
+        if len(parts) != 2 or parts[1].strip() not in ("0", "1"):
+            raise ValueError(f"{path}:{i}: expected 'sentence<TAB>0|1'; got {line[:60]!r}")
+        words = parts[0].lower().split()
+        if words:
+            tokens.append(words)
+            labels.append(int(parts[1]))
+    if not tokens:
+        raise ValueError(f"{path} holds no sentences")
+    return tokens, labels
+
+
+@dataclass(frozen=True)
+class BagTask:
+    """A fixed data set of variable-length bags of words for :class:`~attn_core.models.TopicAttention`
+    (e.g. SST-2): padded ``x`` (N, L_max), ``mask`` (N, L_max) true at real words, ``y`` (N,).
+
+    Build one with :meth:`from_tokens`; word id 0 is the padding symbol ``<pad>`` (its score is
+    masked to −∞, as in LMN §5.2) and ``words[i]`` is word i.
+    """
+
+    words: tuple[str, ...]
+    train: dict
+    test: dict | None = None
+
+    @classmethod
+    def from_tokens(cls, train_tokens, train_labels, test_tokens=None, test_labels=None,
+                    min_count: int = 1) -> "BagTask":
+        from collections import Counter
+
+        _check_int("min_count", min_count, 1)
+        if len(train_tokens) != len(train_labels) or not train_tokens:
+            raise ValueError("train_tokens and train_labels must be non-empty and the same length")
+        counts = Counter(w for s in train_tokens for w in s)
+        words = ("<pad>", "<unk>") + tuple(sorted(w for w, c in counts.items() if c >= min_count))
+        index = {w: i for i, w in enumerate(words)}
+
+        def encode(tokens, labels):
+            if len(tokens) != len(labels):
+                raise ValueError("tokens and labels must have the same length")
+            L = max(len(s) for s in tokens)
+            x = torch.zeros(len(tokens), L, dtype=torch.long)
+            for n, s in enumerate(tokens):
+                x[n, :len(s)] = torch.tensor([index.get(w, 1) for w in s])
+            mask = torch.arange(L).unsqueeze(0) < torch.tensor([len(s) for s in tokens]).unsqueeze(1)
+            return {"x": x, "mask": mask, "y": torch.tensor(list(labels), dtype=torch.long)}
+
+        test = None if test_tokens is None else encode(test_tokens, test_labels)
+        return cls(words, encode(train_tokens, train_labels), test)
+
+    @property
+    def model_vocab(self) -> int:
+        return len(self.words)
+
+    def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
+        """The full training set (full batch)."""
+        return {k: v.clone() for k, v in self.train.items()}
+
+    def test_set(self) -> dict[str, Tensor]:
+        if self.test is None:
+            raise ValueError("this BagTask has no test set")
+        return {k: v.clone() for k, v in self.test.items()}
+
+
+def sst2_task(directory, min_count: int = 1) -> BagTask:
+    """SST-2 from a GLUE ``SST-2/`` folder: ``train.tsv`` for training and ``dev.tsv`` (GLUE's
+    test labels are hidden) as the test set. Raises FileNotFoundError when the files are absent."""
+    from pathlib import Path
+
+    directory = Path(directory)
+    tr_tok, tr_y = read_sst2_tsv(directory / "train.tsv")
+    te_tok, te_y = read_sst2_tsv(directory / "dev.tsv")
+    return BagTask.from_tokens(tr_tok, tr_y, te_tok, te_y, min_count=min_count)

@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["keyword_probe", "first_step", "wilson_interval"]
+__all__ = ["keyword_probe", "first_step", "wilson_interval", "topic_purity", "attended_words",
+           "sen_probe", "eq8_rates", "t_interval"]
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -84,3 +85,172 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     centre = (phat + z * z / (2 * n)) / denom
     half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# --------------------------------------------------------------------------- chapter 2 (LMN)
+def topic_purity(x, y, vocab: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """Topic purity δ(w) = |δ⁺(w) − δ⁻(w)| of every word (LMN §5), and its occurrence.
+
+    δ⁺(w), δ⁻(w): the fractions of positive (label 1) and negative (label 0) sentences among the
+    sentences containing w. δ = 1: a pure topic word; δ = 0: no topic information. ``x`` (N, L)
+    word ids, ``y`` (N,) binary labels, optional ``mask`` (N, L) of real (non-padding) words.
+    Returns ``purity`` (vocab,) -- NaN for words in no sentence -- and ``occurrence`` (vocab,),
+    the number of sentences containing each word.
+    """
+    x = torch.as_tensor(x)
+    y = torch.as_tensor(y)
+    if x.dim() != 2 or y.shape != (x.shape[0],):
+        raise ValueError(f"x must be (N, L) and y (N,); got {tuple(x.shape)} and {tuple(y.shape)}")
+    if not torch.all((y == 0) | (y == 1)):
+        raise ValueError("y must hold binary labels 0/1 (topic purity is defined for two classes)")
+    if not isinstance(vocab, int) or vocab < 1 or int(x.max()) >= vocab or int(x.min()) < 0:
+        raise ValueError(f"vocab must be an int > every word id in x (max {int(x.max())}); got {vocab!r}")
+    present = torch.zeros(x.shape[0], vocab, dtype=torch.bool)
+    keep = torch.ones_like(x, dtype=torch.bool) if mask is None else torch.as_tensor(mask)
+    rows = torch.arange(x.shape[0]).unsqueeze(1).expand_as(x)
+    present[rows[keep], x[keep]] = True
+    occ = present.sum(0).double()
+    pos = (present & (y == 1).unsqueeze(1)).sum(0).double()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        purity = np.abs(2 * pos.numpy() - occ.numpy()) / occ.numpy()
+    return purity, occ.numpy()
+
+
+def attended_words(model, x, mask=None) -> Tensor:
+    """The word each sentence attends to most (the largest score; LMN Fig. 6-7): (S, N) ids.
+
+    Ties (e.g. every score still 0) go to the first position, which is a uniformly random word
+    of the sentence for shuffled bags (the paper picks one at random)."""
+    s = model.scores()
+    S, V = s.shape
+    x = torch.as_tensor(x)
+    if x.dim() == 2:
+        x = x.unsqueeze(0).expand(S, -1, -1)
+    s_x = torch.gather(s, 1, x.reshape(S, -1)).view_as(x)
+    if mask is not None:
+        s_x = s_x.masked_fill(~torch.as_tensor(mask).expand_as(s_x), float("-inf"))
+    return torch.gather(x, 2, s_x.argmax(-1, keepdim=True)).squeeze(-1)
+
+
+def sen_probe(words, nontopic=None):
+    """A training probe for :class:`~attn_core.models.TopicAttention` on the topic task.
+
+    Records, per member, for the given topic ``words`` (T ids): ``score`` (S, T) = s_w and
+    ``norm`` (S, T) = ‖v_w‖ = ‖q‖‖ν_w‖ (LMN Eq. 3); for the ``nontopic`` ids (default: every
+    other word) ``nontopic_max_abs_score`` (S,), ``nontopic_norm`` (S,) (mean ‖v_w‖) and for the
+    query ``query_norm`` (S,); ``topic_attention`` (S,): the mean attention on the topic word
+    over the evaluation batch, and ``topic_argmax`` (S,): the fraction of its sentences whose
+    most-attended word is a topic word.
+    """
+    words = torch.as_tensor(words, dtype=torch.long)
+
+    @torch.no_grad()
+    def probe(model, batch):
+        s = model.scores()
+        v = model.sen_embeddings().norm(dim=-1)
+        other = torch.ones(s.shape[1], dtype=torch.bool)
+        other[words] = False
+        if nontopic is not None:
+            other = torch.zeros_like(other)
+            other[torch.as_tensor(nontopic)] = True
+        p = model(batch["x"], batch.get("mask"))["p"]
+        is_topic = torch.isin(batch["x"], words)
+        att = (p * is_topic).sum(-1).mean(-1)
+        top = torch.gather(is_topic, 2, p.argmax(-1, keepdim=True)).float().mean((1, 2))
+        return {"score": s[:, words], "norm": v[:, words],
+                "nontopic_max_abs_score": s[:, other].abs().amax(1),
+                "nontopic_norm": v[:, other].mean(1),
+                "query_norm": model.query.norm(dim=-1), "topic_attention": att,
+                "topic_argmax": top}
+
+    return probe
+
+
+def eq8_rates(model, batch, words) -> dict[str, Tensor]:
+    """The score velocity of each topic word t, exactly and as LMN Lemma 2 / Eq. 8 predicts it.
+
+    In units of the learning rate (Δs = lr × rate for plain gradient descent, fixed query)::
+
+        exact  = −‖q‖² ∂L/∂s_t
+        eq8    = (v_t − ⟨v̄(χ∖t)⟩_{Ψ_t})ᵀ (dv_t/dτ) / ⟨(e^{s_t} + Z(χ∖t)) / Z(χ∖t)⟩_{Ψ_t},
+                 dv_t/dτ = −‖q‖ ∂L/∂ν_t
+
+    where Ψ_t are the sentences containing t, v = ‖q‖ν, and Z(χ∖t), v̄(χ∖t) the partition
+    function and attention-weighted mean of the sentence without t. Eq. 8's sign says whether
+    the score rises: it is positive iff v_t projects more on its own gradient direction than the
+    other words of its sentences do (mutual enhancement), negative otherwise (mutual
+    diminution). Returns ``exact`` and ``eq8``, each (S, T).
+    """
+    words = torch.as_tensor(words, dtype=torch.long)
+    x, y = batch["x"], batch["y"]
+    S = model.n_members
+    with torch.enable_grad():
+        emb = model.embedding.detach().clone().requires_grad_(True)
+        keys = model.keys
+        s_all = (keys.detach() * model.query.detach().unsqueeze(1)).sum(-1).requires_grad_(True)
+        flat = x + (torch.arange(S) * model.vocab).view(S, 1, 1)
+        s_x = s_all.reshape(-1)[flat]
+        p = torch.softmax(s_x, -1)
+        v_bar = (p.unsqueeze(-1) * emb.reshape(-1, model.dim)[flat]).sum(-2)
+        logits = model.classify(v_bar)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten(),
+                                                 reduction="none").view(S, -1).mean(1)
+        g_emb, g_s = torch.autograd.grad(loss.sum(), [emb, s_all])
+    with torch.no_grad():
+        qn = model.query.norm(dim=-1).view(S, 1)
+        exact = -(qn ** 2) * g_s[:, words]
+        v = emb * qn.view(S, 1, 1)
+        dv = -qn.view(S, 1, 1) * g_emb[:, words]                      # (S, T, d)
+        eq8 = torch.empty_like(exact)
+        e = torch.exp(s_all)                                          # (S, V)
+        for j, t in enumerate(words.tolist()):
+            has = (x == t)
+            rows = has.any(-1)                                        # (S, N)
+            ex = e.gather(1, x.reshape(S, -1)).view_as(x) * (~has)    # weights without t
+            z = ex.sum(-1)                                            # Z(χ∖t)
+            vb = torch.einsum("snl,snld->snd", ex / z.clamp_min(1e-30).unsqueeze(-1),
+                              v.reshape(-1, model.dim)[flat])         # v̄(χ∖t)
+            cnt = rows.sum(1).clamp(min=1).unsqueeze(-1)
+            ctx = (vb * rows.unsqueeze(-1)).sum(1) / cnt              # ⟨v̄(χ∖t)⟩
+            den = (((e[:, t].unsqueeze(1) + z) / z.clamp_min(1e-30)) * rows).sum(1) / cnt.squeeze(-1)
+            eq8[:, j] = ((v[:, t] - ctx) * dv[:, j]).sum(-1) / den
+    return {"exact": exact, "eq8": eq8}
+
+
+def t_interval(values, confidence: float = 0.95, axis: int = 0):
+    """Mean and Student-t confidence interval over independent runs along ``axis``.
+
+    Returns ``(mean, low, high)``; with a single run the interval is (mean, mean).
+    """
+    a = np.asarray(values, dtype=float)
+    if a.ndim == 0 or a.shape[axis] < 1:
+        raise ValueError("values must hold at least one run along axis")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence}")
+    n = a.shape[axis]
+    mean = a.mean(axis)
+    if n == 1:
+        return mean, mean, mean
+    q = _student_t_quantile(0.5 + confidence / 2, n - 1)
+    half = q * a.std(axis, ddof=1) / np.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _student_t_quantile(p: float, df: int) -> float:
+    """Quantile of Student's t with ``df`` degrees of freedom (p > 1/2): bisection on the CDF,
+    the CDF by Simpson's rule on the density (no SciPy needed)."""
+    c = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))
+
+    def cdf(x):
+        xs = np.linspace(0.0, x, 2001)
+        f = c * (1 + xs ** 2 / df) ** (-(df + 1) / 2)
+        h = x / 2000
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2

@@ -27,6 +27,7 @@ Models:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Sequence
 
 import torch
@@ -41,6 +42,7 @@ __all__ = [
     "AttentionClassifier",
     "Seq2Seq",
     "TopicAttention",
+    "BagOfWordsProxy",
     "stack_members",
     "member",
 ]
@@ -366,6 +368,23 @@ class Seq2Seq(StackedModule):
         o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
         return {"logits": self.out(o), "alpha": alpha}
 
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
+        """SZKS §2.2 lexical probe: ``β_{t,l} = softmax(W_o tanh(W_c [s_t; h_l]))_{y_t}``.
+
+        The probability of the right output word y_t if the decoder at step t attended only to
+        source position l (its context would then be h_l). Returns (S, B, T, L).
+        """
+        enc, state = self.encoder(self.emb(src))
+        dec, _ = self.decoder(self.emb(tgt_in), state)
+        S, B, L, H = enc.shape
+        T = dec.shape[2]
+        pair = torch.cat([dec.unsqueeze(3).expand(S, B, T, L, H),
+                          enc.unsqueeze(2).expand(S, B, T, L, H)], dim=-1)
+        logp = torch.log_softmax(self.out(torch.tanh(self.combine(pair))), dim=-1)
+        idx = tgt.view(S, B, T, 1, 1).expand(S, B, T, L, 1)
+        return logp.gather(-1, idx).squeeze(-1).exp()
+
     def loss(self, batch):
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
         logits = self(batch["src"], batch["tgt_in"])["logits"]
@@ -389,43 +408,195 @@ class Seq2Seq(StackedModule):
         return metrics
 
 
+class BagOfWordsProxy(StackedModule):
+    """The bag-of-words proxy of SZKS §2.3 (Eq. 6-7): every output position predicts ::
+
+        p_t = softmax((1/L) Σ_l θ_{x_l}),    θ_i = W e_i ∈ R^{|O|}
+
+    and its lexical probe is ``β^px_{t,l} = softmax(θ_{x_l})_{y_t}``. With ``dim=None``, θ is one
+    |I| × |O| matrix initialised at zero -- the full-rank case, equal to a bag-of-words logistic
+    regression (SZKS A.10). With ``dim=d``, θ = W e is factorised with W and e drawn i.i.d. from
+    N(0, I_d/d), the parametrisation of SZKS A.2 (whose d → ∞ limit gives the count table).
+
+    Batches: ``{"src": (S, B, L), "tgt": (S, B, T)}``; the prediction ignores t.
+    """
+
+    def __init__(self, vocab_in: int, vocab_out: int, dim: int | None = None,
+                 seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab_in = _check_int("vocab_in", vocab_in)
+        self.vocab_out = _check_int("vocab_out", vocab_out, 2)
+        self.seeds = _check_seeds(seeds)
+        self.n_members = len(self.seeds)
+        self.dim = None if dim is None else _check_int("dim", dim)
+        if dim is None:
+            self.theta_full = nn.Parameter(torch.zeros(self.n_members, vocab_in, vocab_out))
+        else:
+            gens = _generators(self.seeds)
+            std = 1.0 / math.sqrt(dim)
+            self.e = _stack(gens, (vocab_in, dim), _normal(std))
+            self.W = _stack(gens, (vocab_out, dim), _normal(std))
+
+    def theta(self) -> Tensor:
+        """θ = W e: (S, |I|, |O|)."""
+        if self.dim is None:
+            return self.theta_full
+        return torch.einsum("sid,sod->sio", self.e, self.W)
+
+    def forward(self, src: Tensor) -> Tensor:
+        """Logits (S, B, |O|) of the one prediction every output position shares."""
+        S = self.n_members
+        th = self.theta()
+        rows = torch.gather(th, 1, src.reshape(S, -1, 1).expand(-1, -1, self.vocab_out))
+        return rows.view(*src.shape, self.vocab_out).mean(2)
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """β^px_{t,l} = softmax(θ_{x_l})_{y_t}: (S, B, T, L)."""
+        S, B, L = src.shape
+        logp = torch.log_softmax(self.theta(), dim=-1)  # (S, I, O)
+        rows = torch.gather(logp, 1, src.reshape(S, -1, 1).expand(-1, -1, self.vocab_out))
+        rows = rows.view(S, B, L, self.vocab_out)  # log softmax(θ_{x_l})
+        T = tgt.shape[2]
+        idx = tgt.view(S, B, 1, T).expand(S, B, L, T)
+        return rows.gather(-1, idx).transpose(2, 3).exp()  # (S, B, T, L)
+
+    def _ce(self, batch):
+        logits = self(batch["src"])  # (S, B, O)
+        T = batch["tgt"].shape[2]
+        lp = torch.log_softmax(logits, -1).unsqueeze(2).expand(-1, -1, T, -1)
+        return -lp.gather(-1, batch["tgt"].unsqueeze(-1)).squeeze(-1).flatten(1).mean(1)
+
+    def loss(self, batch):
+        self._check_batch(batch, ("src", "tgt"))
+        return self._ce(batch)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("src", "tgt"))
+        return {"loss": self._ce(batch)}
+
+
 # --------------------------------------------------------------------------- chapter 2
 _CLASSIFIERS = ("FC", "TC", "TL")
+
+
+class _BagStructure:
+    """The sparsity pattern of "sentence n holds word x[n, l]" for a flat batch of bags, in both
+    orientations (CSR rows = sentences, and CSR rows = words), computed once per distinct batch."""
+
+    def __init__(self, flat_x: Tensor, n_rows: int, n_bags: int):
+        n, L = flat_x.shape
+        dev = flat_x.device
+        self.shape = (n, L)
+        self.n_rows = n_rows
+        self.col = flat_x.reshape(-1)
+        self.crow = torch.arange(0, n * L + 1, L, device=dev)
+        self.perm = torch.argsort(self.col, stable=True)
+        counts = torch.bincount(self.col, minlength=n_rows)
+        self.crow_t = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        self.col_t = torch.arange(n, device=dev).repeat_interleave(L)[self.perm]
+
+
+class _BagPool(torch.autograd.Function):
+    """``out[n] = Σ_l p[n, l] · table[x[n, l]]`` with a hand-written backward.
+
+    Forward is one sparse (CSR) × dense product; the backward gives the table gradient as the
+    transposed sparse product and ``∂/∂p[n, l] = g[n] · table[x[n, l]]``. Equivalent to the plain
+    gather-and-sum (tests compare the two) but several times faster on a CPU than autograd's
+    gather/scatter for the paper-size task.
+    """
+
+    @staticmethod
+    def forward(ctx, p: Tensor, table: Tensor, st: _BagStructure) -> Tensor:
+        n, L = st.shape
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+            P = torch.sparse_csr_tensor(st.crow, st.col, p.reshape(-1), size=(n, st.n_rows))
+            out = P @ table
+        ctx.save_for_backward(p, table)
+        ctx.st = st
+        return out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        p, table = ctx.saved_tensors
+        st = ctx.st
+        n, L = st.shape
+        g = g.contiguous()
+        grad_p = grad_table = None
+        if ctx.needs_input_grad[0]:
+            rows = table.index_select(0, st.col).view(n, L, -1)
+            grad_p = torch.bmm(rows, g.unsqueeze(-1)).view(n, L)
+        if ctx.needs_input_grad[1]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                PT = torch.sparse_csr_tensor(st.crow_t, st.col_t, p.reshape(-1)[st.perm],
+                                             size=(st.n_rows, n))
+                grad_table = PT @ g
+        return grad_p, grad_table, None
 
 
 class TopicAttention(StackedModule):
     """The topic-classification attention model of Lu, Mao & Nayak (2021), §3 / Eq. 1-3.
 
-    Each word w has an embedding ν_w ∈ R^d and a key κ_w ∈ R^d; with a fixed query q the score is
-    ``s_w = qᵀκ_w`` and the sentence representation ``v̄ = Σ_w softmax(s)_w ν_w``. Classifiers:
+    Each word w has an embedding ν_w ∈ R^d and a key κ_w ∈ R^d. With the global query q the
+    score is ``s_w = qᵀκ_w`` and a sentence χ is represented by (LMN §3)::
 
-    - ``"FC"``: logits ``Uᵀ v̄`` with U (d × J) fixed, orthonormal columns;
-    - ``"TC"``: the same U, trainable;
-    - ``"TL"``: a two-layer ReLU network d → 10 → J, trainable.
+        ν̄(χ) = Σ_{w∈χ} ν_w exp(s_w) / Z(χ),      Z(χ) = Σ_{w'∈χ} exp(s_w')
 
-    Keys start at zero (all scores 0); embeddings start N(0, σ²/d). ``freeze`` may hold
-    ``"keys"`` (Attn-TC-KF) or ``"embeddings"`` (Attn-TC-EF) for the ablation of LMN §5.2.
+    which one of three classifiers turns into topic logits (LMN §5):
 
-    Batches: ``{"x": (S, N, m+1) long, "y": (S, N) long}`` (full batch: N = all sentences).
+    - ``"FC"`` (Attn-FC): ``Uᵀ ν̄`` with U (d × J) fixed, orthonormal columns (Theorem 2);
+    - ``"TC"`` (Attn-TC): the same U, trainable;
+    - ``"TL"`` (Attn-TL): ``U₂ᵀ ReLU(U₁ᵀ ν̄ + b₁) + b₂`` with U₁ ∈ R^{d×10}, U₂ ∈ R^{10×J}.
+
+    Initialisation (LMN §4-5): keys zero (every score 0: the model starts as a word average);
+    embeddings N(0, σ²/d) with ``embed_var`` = σ²/d; the query is fixed, a random direction of
+    norm ``query_norm`` -- or, for LMN Appendix B, ``query_var`` = σ_q² draws its entries
+    N(0, σ_q²) (one value, or one per member) and ``train_query=True`` trains it. ``freeze`` may hold ``"keys"`` (Attn-TC-KF:
+    scores frozen) and/or ``"embeddings"`` (Attn-TC-EF) for the ablation of LMN §5.1.
+
+    The quantities of LMN Eq. 3-10 are ``scores()`` (s) and ``sen_embeddings()`` (v = ‖q‖ν).
+
+    Batches: ``{"x": (S, N, L) long, "y": (S, N) long}`` and optionally ``"mask"`` (S, N, L)
+    bool, false at padding (the paper's score −∞ for the padding symbol). Full batch: N = all
+    sentences. On the CPU the attention pooling uses a sparse kernel (see :class:`_BagPool`);
+    ``fast_pool=False`` uses plain autograd (same numbers to float rounding).
     """
 
     def __init__(self, vocab: int, n_topics: int = 4, dim: int = 15, classifier: str = "FC",
                  embed_var: float = 1e-6, query_norm: float = 1.0, freeze: Sequence[str] = (),
-                 seeds: Sequence[int] = (0,), tl_hidden: int = 10):
+                 seeds: Sequence[int] = (0,), tl_hidden: int = 10, query_var: float | None = None,
+                 train_query: bool = False, fast_pool: bool = True):
         super().__init__()
         self.vocab = _check_int("vocab", vocab, 2)
         self.n_topics = _check_int("n_topics", n_topics, 2)
         self.dim = _check_int("dim", dim, self.n_topics)
         if classifier not in _CLASSIFIERS:
             raise ValueError(f"classifier must be one of {_CLASSIFIERS}; got {classifier!r}")
-        if not embed_var > 0:
-            raise ValueError(f"embed_var (σ²/d) must be > 0; got {embed_var}")
-        if not query_norm > 0:
-            raise ValueError(f"query_norm must be > 0; got {query_norm}")
+        for name, val in (("embed_var", embed_var), ("query_norm", query_norm)):
+            if isinstance(val, bool) or not isinstance(val, (int, float)):
+                raise TypeError(f"{name} must be a number > 0; got {type(val).__name__}")
+        if not (math.isfinite(embed_var) and embed_var > 0):
+            raise ValueError(f"embed_var (σ²/d) must be a finite number > 0; got {embed_var}")
+        if not (math.isfinite(query_norm) and query_norm > 0):
+            raise ValueError(f"query_norm must be a finite number > 0; got {query_norm}")
+        n_seeds = len(_check_seeds(seeds))
+        if query_var is not None:
+            qvs = list(query_var) if isinstance(query_var, (list, tuple)) else [query_var] * n_seeds
+            if len(qvs) != n_seeds or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    and v > 0 for v in qvs):
+                raise ValueError("query_var (σ_q²) must be None, a finite number > 0, or one such "
+                                 f"number per seed ({n_seeds}); got {query_var!r}")
+        if isinstance(freeze, str):
+            raise TypeError("freeze must be a sequence of names such as ('keys',), not a string")
         bad = set(freeze) - {"keys", "embeddings"}
         if bad:
             raise ValueError(f"freeze may hold 'keys' and/or 'embeddings'; got {sorted(bad)}")
         self.classifier = classifier
+        self.fast_pool = bool(fast_pool)
         self.seeds = _check_seeds(seeds)
         self.n_members = len(self.seeds)
         gens = _generators(self.seeds)
@@ -433,7 +604,14 @@ class TopicAttention(StackedModule):
         self.embedding = _stack(gens, (vocab, d), _normal(math.sqrt(embed_var)))
         self.keys = nn.Parameter(torch.zeros(self.n_members, vocab, d))
         q = torch.stack([torch.randn(d, generator=g) for g in gens])
-        self.register_buffer("query", q / q.norm(dim=1, keepdim=True) * query_norm)
+        if query_var is None:
+            q = q / q.norm(dim=1, keepdim=True) * query_norm
+        else:
+            q = q * torch.tensor(qvs, dtype=q.dtype).sqrt().unsqueeze(1)
+        if train_query:
+            self.query = nn.Parameter(q)
+        else:
+            self.register_buffer("query", q)
         if classifier in ("FC", "TC"):
             u = torch.stack([torch.linalg.qr(torch.randn(d, self.n_topics, generator=g))[0]
                              for g in gens])
@@ -448,40 +626,66 @@ class TopicAttention(StackedModule):
             self.keys.requires_grad_(False)
         if "embeddings" in freeze:
             self.embedding.requires_grad_(False)
+        self._structure: tuple[Tensor, _BagStructure] | None = None
 
+    # ------------------------------------------------------------------ the paper's quantities
     def scores(self) -> Tensor:
         """s_w = qᵀκ_w for every word: (S, vocab)."""
-        return torch.einsum("svd,sd->sv", self.keys, self.query)
+        return (self.keys * self.query.unsqueeze(1)).sum(-1)
 
-    def forward(self, x: Tensor) -> dict[str, Tensor]:
-        S = self.n_members
-        s = self.scores()
-        idx = x.reshape(S, -1)
-        s_x = torch.gather(s, 1, idx).view_as(x)  # (S, N, m+1)
-        p = torch.softmax(s_x, dim=-1)
-        nu = torch.gather(self.embedding, 1, idx.unsqueeze(-1).expand(-1, -1, self.dim))
-        v_bar = torch.einsum("snl,snld->snd", p, nu.view(*x.shape, self.dim))
+    def sen_embeddings(self) -> Tensor:
+        """v_w = ‖q‖ ν_w for every word (LMN Eq. 3): (S, vocab, d)."""
+        return self.embedding * self.query.norm(dim=-1).view(-1, 1, 1)
+
+    def classify(self, v_bar: Tensor) -> Tensor:
+        """Topic logits from sentence representations ν̄ (S, N, d) -> (S, N, J)."""
         if self.classifier == "TL":
-            logits = self.output_layer(torch.relu(self.hidden_layer(v_bar)))
+            return self.output_layer(torch.relu(self.hidden_layer(v_bar)))
+        return torch.bmm(v_bar, self.U)
+
+    def _bag_structure(self, flat_x: Tensor) -> _BagStructure:
+        cached = self._structure
+        n_rows = self.n_members * self.vocab
+        if cached is not None and cached[1].n_rows == n_rows and cached[0].shape == flat_x.shape \
+                and cached[0].device == flat_x.device and torch.equal(cached[0], flat_x):
+            return cached[1]
+        st = _BagStructure(flat_x, n_rows, flat_x.shape[0])
+        self._structure = (flat_x.clone(), st)
+        return st
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> dict[str, Tensor]:
+        """Return ``logits`` (S, N, J), attention ``p`` (S, N, L) and ``v_bar`` (S, N, d)."""
+        S, V, d = self.n_members, self.vocab, self.dim
+        if x.dim() != 3 or x.shape[0] != S:
+            raise ValueError(f"x must have shape (S={S}, N, L); got {tuple(x.shape)}")
+        N, L = x.shape[1], x.shape[2]
+        flat = x + (torch.arange(S, device=x.device) * V).view(S, 1, 1)   # rows of (S·V) tables
+        s_x = self.scores().reshape(-1)[flat]                              # (S, N, L)
+        if mask is not None:
+            s_x = s_x.masked_fill(~mask, float("-inf"))
+        p = torch.softmax(s_x, dim=-1)
+        table = self.embedding.reshape(S * V, d)
+        if self.fast_pool and x.device.type == "cpu":
+            st = self._bag_structure(flat.reshape(S * N, L))
+            v_bar = _BagPool.apply(p.reshape(S * N, L), table, st).view(S, N, d)
         else:
-            logits = torch.einsum("snd,sdj->snj", v_bar, self.U)
-        return {"logits": logits, "p": p}
+            v_bar = (p.unsqueeze(-1) * table[flat]).sum(-2)
+        return {"logits": self.classify(v_bar), "p": p, "v_bar": v_bar}
+
+    def _ce(self, batch) -> Tensor:
+        logits = self(batch["x"], batch.get("mask"))["logits"]
+        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
+        return ce.view(self.n_members, -1).mean(1), logits
 
     def loss(self, batch):
         self._check_batch(batch, ("x", "y"))
-        logits = self(batch["x"])["logits"]
-        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
-        return ce.view(self.n_members, -1).mean(1)
+        return self._ce(batch)[0]
 
     @torch.no_grad()
     def evaluate(self, batch):
         self._check_batch(batch, ("x", "y"))
-        logits = self(batch["x"])["logits"]
-        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
-        return {
-            "loss": ce.view(self.n_members, -1).mean(1),
-            "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1),
-        }
+        loss, logits = self._ce(batch)
+        return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
 
 
 # --------------------------------------------------------------------------- stacking utilities

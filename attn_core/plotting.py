@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from matplotlib.figure import Figure
 
-__all__ = ["FRAME_BUDGET_BYTES", "fig_to_png", "figure_slider", "set_style"]
+__all__ = ["FRAME_BUDGET_BYTES", "fig_to_png", "figure_slider", "heatmap", "set_style"]
 
 #: Above this many bytes of PNG in one slider, :func:`figure_slider` warns: every frame is
 #: embedded in the page, so a slider of 100 frames at ~40 KB each already weighs 4 MB.
@@ -182,3 +182,13 @@ def figure_slider(
     # Keep a Python reference so the Link widget stays alive with the box.
     box._attn_link = link  # type: ignore[attr-defined]
     return box
+
+
+def heatmap(ax, matrix, *, colorbar: bool = False, **imshow_kwargs):
+    """``ax.imshow(matrix)`` for attention maps and count tables, without the style's grid lines
+    (which would cut through the cells). Returns the image; ``colorbar=True`` adds one."""
+    im = ax.imshow(matrix, **{"cmap": "viridis", "aspect": "auto", **imshow_kwargs})
+    ax.grid(False)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, shrink=0.8)
+    return im

@@ -20,6 +20,9 @@ __all__ = [
     "gated_ce_flow",
     "gated_ce_descent",
     "sen_curve",
+    "sen_relative_gap",
+    "theorem1_sides",
+    "count_table",
 ]
 
 
@@ -192,3 +195,77 @@ def sen_curve(score, m: int):
     if np.any(s < 0):
         raise ValueError("score must be >= 0 (the SEN curve starts at the zero-score init)")
     return np.sqrt(2.0 * (s + np.expm1(s) / m))
+
+
+# --------------------------------------------------------------------------- count table (ch. 3-4)
+def count_table(sources, targets, n_in: int | None = None, n_out: int | None = None) -> np.ndarray:
+    """SZKS §4.1 / A.2: the co-occurrence count table of a parallel corpus ::
+
+        C_{i,o} = Σ_m Σ_l Σ_t (1 / L_m) 1[x^m_l = i] 1[y^m_t = o]
+
+    ``sources`` and ``targets`` are equally long sequences of token-id sequences (or 2-D integer
+    arrays, one row per pair). Returns an ``n_in × n_out`` float array (sizes default to the
+    largest id + 1). At initialisation the bag-of-words proxy's logits move as
+    dθ_{i,o}/dτ → 2 (C_{i,o} − mean_o' C_{i,o'}) when its width d → ∞.
+    """
+    if isinstance(sources, np.ndarray) or hasattr(sources, "numpy"):
+        sources = np.asarray(sources)
+    if isinstance(targets, np.ndarray) or hasattr(targets, "numpy"):
+        targets = np.asarray(targets)
+    if len(sources) == 0:
+        raise ValueError("sources is empty: the corpus needs at least one sentence pair")
+    if len(sources) != len(targets):
+        raise ValueError(f"sources and targets must pair up; got {len(sources)} sources and "
+                         f"{len(targets)} targets")
+    pairs = [(np.asarray(x, dtype=np.int64).ravel(), np.asarray(y, dtype=np.int64).ravel())
+             for x, y in zip(sources, targets)]
+    for m, (x, y) in enumerate(pairs):
+        if len(x) == 0 or len(y) == 0:
+            raise ValueError(f"sentence pair {m} has an empty side")
+        if x.min() < 0 or y.min() < 0:
+            raise ValueError(f"token ids must be >= 0 (pair {m})")
+    hi_in = max(int(x.max()) for x, _ in pairs) + 1
+    hi_out = max(int(y.max()) for _, y in pairs) + 1
+    n_in = hi_in if n_in is None else n_in
+    n_out = hi_out if n_out is None else n_out
+    if n_in < hi_in or n_out < hi_out:
+        raise ValueError(f"n_in/n_out ({n_in}, {n_out}) smaller than the ids used ({hi_in}, {hi_out})")
+    C = np.zeros((n_in, n_out))
+    for x, y in pairs:
+        C += np.outer(np.bincount(x, minlength=n_in), np.bincount(y, minlength=n_out)) / len(x)
+    return C
+
+
+def sen_relative_gap(score, norm, m: int, min_norm: float = 0.1) -> float:
+    """The largest relative distance of an empirical (s_t, ‖v_t‖) trajectory from LMN Eq. 10,
+    ``max |‖v‖ − sqrt(2(s + (e^s − 1)/m))| / sqrt(2(s + (e^s − 1)/m))`` over the points with
+    ``‖v‖ > min_norm`` (below it the relative gap is dominated by the random initial embedding,
+    which Corollary 1 neglects). A point with ‖v‖ > min_norm but a negative score is off the
+    curve altogether and gives ``inf``. Returns NaN when no point qualifies.
+    """
+    s = np.asarray(score, dtype=float)
+    v = np.asarray(norm, dtype=float)
+    if s.shape != v.shape:
+        raise ValueError(f"score and norm must have the same shape; got {s.shape} and {v.shape}")
+    min_norm = _check_finite("min_norm", min_norm)
+    keep = v > min_norm
+    if not keep.any():
+        return float("nan")
+    if np.any(s[keep] <= 0):
+        return float("inf")
+    curve = sen_curve(s[keep], m)
+    return float(np.max(np.abs(v[keep] - curve) / curve))
+
+
+def theorem1_sides(score, norm_sq_centred, m: int):
+    """Both sides of LMN Theorem 1 / Eq. 9 with ⟨1/Z(χ∖t)⟩ = 1/m (non-topic scores 0)::
+
+        left  = s_t + e^{s_t}/m,        right = ½ ‖v_t − ⟨v̄(χ∖t)⟩‖²
+
+    Eq. 9 says the two change by the same amount between any two epochs; with ‖v_t(0)‖ ≈ 0 and
+    s_t(0) = 0 that is Corollary 1. Returns ``(left, right)`` arrays.
+    """
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+        raise ValueError(f"m must be an int >= 1; got {m!r}")
+    s = np.asarray(score, dtype=float)
+    return s + np.exp(s) / m, 0.5 * np.asarray(norm_sq_centred, dtype=float)

@@ -151,3 +151,17 @@ def test_warns_over_frame_budget(monkeypatch):
     monkeypatch.setattr(plotting, "FRAME_BUDGET_BYTES", 100)
     with pytest.warns(UserWarning, match="frames"):
         figure_slider([1, 2], _draw)
+
+
+def test_heatmap_has_no_grid_lines_and_optional_colorbar():
+    import numpy as np
+
+    from attn_core.plotting import heatmap, set_style
+
+    set_style()
+    fig, ax = plt.subplots()
+    im = heatmap(ax, np.eye(3), colorbar=True)
+    assert im.get_array().shape == (3, 3)
+    assert not any(line.get_visible() for line in ax.get_xgridlines() + ax.get_ygridlines())
+    assert len(fig.axes) == 2  # the image and its colorbar
+    plt.close(fig)

@@ -1,0 +1,87 @@
+"""Chapter 3-4 pieces: the count table, the bag-of-words proxy and the lexical probe."""
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core.data import CopyTask
+from attn_core.experiments import CopyConfig, run_proxy
+from attn_core.models import BagOfWordsProxy, Seq2Seq
+from attn_core.theory import count_table
+
+
+def test_count_table_hand_example():
+    # pair 1: x=[0,1] y=[3,4]; pair 2: x=[0,2] y=[3,5]; each (i, o) in a pair adds 1/L_m = 1/2
+    C = count_table([[0, 1], [0, 2]], [[3, 4], [3, 5]])
+    expected = np.zeros((3, 6))
+    expected[0, 3] = 1.0
+    expected[0, [4, 5]] = 0.5
+    expected[1, [3, 4]] = 0.5
+    expected[2, [3, 5]] = 0.5
+    np.testing.assert_allclose(C, expected)
+    # repeated words count with multiplicity; lengths may differ between pairs
+    np.testing.assert_allclose(count_table([[1, 1, 2]], [[0]])[:, 0], [0, 2 / 3, 1 / 3])
+
+
+def test_count_table_flat_under_permutations_diagonal_under_control():
+    g = torch.Generator().manual_seed(0)
+    perm = CopyTask(8).sample(g, 300)
+    C = count_table(perm["src"], perm["tgt"], 8, 8)
+    np.testing.assert_allclose(C, C[0, 0])
+    ctrl = CopyTask(8, 12, "distinct").sample(g, 3000)
+    C = count_table(ctrl["src"], ctrl["tgt"], 12, 12)
+    assert np.all(np.diag(C) > C.max(where=~np.eye(12, dtype=bool), initial=0))
+
+
+@pytest.mark.parametrize("args, match", [
+    (([], []), "empty"),
+    (([[0, 1]], [[0], [1]]), "pair up"),
+    (([[0, 1], []], [[0], [1]]), "empty side"),
+    (([[0, -1]], [[0]]), ">= 0"),
+])
+def test_count_table_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        count_table(*args)
+
+
+def test_proxy_rows_stay_identical_under_permutations():
+    task = CopyConfig(length=6).task()
+    proxy, h = run_proxy(task, steps=50)
+    th = proxy.theta()[0, :6]                      # rows of the six input words
+    torch.testing.assert_close(th, th[:1].expand_as(th), atol=1e-6, rtol=0)
+    ctrl = CopyConfig(length=6, distribution="distinct", vocab=9).task()
+    proxy, _ = run_proxy(ctrl, steps=50)
+    th = proxy.theta()[0, :9]
+    assert (th - th[:1]).abs().max() > 1e-3
+    # the proxy's probe prefers the aligned position under the control
+    b = {k: v.unsqueeze(0) for k, v in ctrl.sample(torch.Generator().manual_seed(1), 64).items()}
+    beta = proxy.lexical_probe(b["src"], b["tgt"])
+    assert (beta.argmax(-1) == b["align"]).float().mean() > 0.9
+
+
+def test_proxy_factorised_is_w_times_e():
+    m = BagOfWordsProxy(5, 4, dim=8, seeds=[0, 1])
+    torch.testing.assert_close(m.theta()[1], m.e[1] @ m.W[1].T)
+    src = torch.tensor([[[0, 1, 1]], [[2, 3, 4]]])
+    torch.testing.assert_close(m(src)[0, 0], m.theta()[0, [0, 1, 1]].mean(0))
+
+
+def test_lexical_probe_is_output_probability_with_one_source_position():
+    """With L = 1 attention is all on position 0, so β_{t,0} = p_t(y_t)."""
+    m = Seq2Seq(vocab=7, embed=6, hidden=6, seeds=[0, 1])
+    src = torch.randint(0, 6, (2, 3, 1))
+    tgt_in = torch.randint(0, 6, (2, 3, 4))
+    tgt = torch.randint(0, 6, (2, 3, 4))
+    beta = m.lexical_probe(src, tgt_in, tgt)
+    p = torch.softmax(m(src, tgt_in)["logits"], -1).gather(-1, tgt.unsqueeze(-1))
+    assert beta.shape == (2, 3, 4, 1)
+    torch.testing.assert_close(beta, p, atol=1e-6, rtol=1e-5)
+
+
+def test_bad_proxy_and_config_arguments():
+    with pytest.raises(ValueError, match="vocab_out"):
+        BagOfWordsProxy(5, 1)
+    with pytest.raises(ValueError, match="dim"):
+        BagOfWordsProxy(5, 4, dim=0)
+    with pytest.raises(ValueError, match="vocab"):
+        CopyConfig(length=10, distribution="distinct", vocab=5).task()
