@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 
 from .cache import cached_history
@@ -22,7 +23,11 @@ __all__ = ["KeywordConfig", "KEYWORD_ATTENTION", "KEYWORD_UNIFORM", "run_keyword
            "CopyConfig", "COPY_BASE", "copy_probes", "run_copy", "run_proxy",
            "SENConfig", "SEN_MAIN", "SEN_ABLATION", "SEN_QUERY", "SEN_M_VALUES", "SEN_SLIDER",
            "run_sen", "run_sen_classifiers", "run_sen_ablation", "accuracy_probe",
-           "PurityConfig", "PURITY", "run_purity", "SST2_URL", "find_sst2", "run_bag_task"]
+           "PurityConfig", "PURITY", "run_purity", "SST2_URL", "find_sst2", "run_bag_task",
+           "head_probes", "run_heads", "RescueConfig", "RESCUE", "head_combinations",
+           "TranslationConfig", "TRANSLATION", "translation_probes", "run_translation",
+           "proxy_init_velocity", "leave_one_out", "run_keyword_relevance", "KEYWORD_RELEVANCE",
+           "run_bow_classifier"]
 
 
 @dataclass(frozen=True)
@@ -469,3 +474,360 @@ def run_bag_task(task, classifier: str = "TC", dim: int = 200, embed_var: float 
     return train(model_fn, task, list(seeds), steps=epochs, optimizer="sgd", lr=lr,
                  batch_size=len(task.train["y"]), eval_every=eval_every, probes=probes,
                  progress=progress, execution="batched", desc=f"bags {classifier}")
+
+
+# --------------------------------------------------------------------------- chapter 5
+def head_probes() -> dict:
+    """Probes for multi-head runs: each head's attention accuracy (S, K) -- how often its own
+    argmax is the aligned position -- and every head's attention map of the first held-out
+    example (S, K, T, L)."""
+
+    def probe(model, batch):
+        alpha = model(batch["src"], batch["tgt_in"])["alpha"]  # (S, K, B, T, L)
+        hit = alpha.argmax(-1) == batch["align"].unsqueeze(1)
+        return {"head_attn_acc": hit.float().flatten(2).mean(2), "head_maps": alpha[:, :, 0]}
+
+    return {"": probe}
+
+
+def run_heads(config: CopyConfig, base_seed: int, head_seeds, data_seeds, name: str = "heads",
+              head_proj: bool = False, progress: bool = True, cache: bool = True) -> History:
+    """Train one model per entry of ``head_seeds``, all sharing the base initialisation
+    ``base_seed`` of everything except the attention heads (SZKS §5.2, the authors' protocol).
+
+    ``head_seeds[i]`` is an int (a one-head model's head seed) or a list of ``config.heads``
+    seeds (head k of a K-head model is exactly the one-head model's head of that seed);
+    ``data_seeds[i]`` seeds member i's data stream. Cached by everything above.
+    """
+    if not isinstance(config, CopyConfig):
+        raise TypeError(f"config must be a CopyConfig; got {type(config).__name__}")
+    head_seeds = [list(h) if isinstance(h, (list, tuple)) else int(h) for h in head_seeds]
+    data_seeds = [int(d) for d in data_seeds]
+    if len(head_seeds) == 0:
+        raise ValueError("head_seeds must not be empty")
+    if len(data_seeds) != len(head_seeds):
+        raise ValueError(f"data_seeds must have one entry per head_seeds entry "
+                         f"({len(head_seeds)}); got {len(data_seeds)}")
+    task = config.task()
+    model_fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=config.embed,
+                                 hidden=config.hidden, heads=config.heads,
+                                 attention=config.attention, head_proj=head_proj)
+
+    def compute():
+        return train(model_fn, task, [int(base_seed)] * len(head_seeds), steps=config.steps,
+                     data_seeds=data_seeds, member_kwargs={"head_seeds": head_seeds},
+                     batch_size=config.batch_size, lr=config.lr, eval_every=config.eval_every,
+                     eval_batch_size=config.eval_batch_size, probes=head_probes(),
+                     progress=progress, desc=f"{name} (K={config.heads}, {len(head_seeds)} models)")
+
+    if not cache:
+        return compute()
+    return cached_history(name, {"config": config.as_dict(), "base_seed": int(base_seed),
+                                 "head_seeds": head_seeds, "data_seeds": data_seeds,
+                                 "head_proj": head_proj}, compute)
+
+
+@dataclass(frozen=True)
+class RescueConfig:
+    """Chapter 5: good and bad heads from one base initialisation, and K-head combinations of
+    them (SZKS §5.2, Fig. 2 right). ``copy`` is the one-head task and model; every model shares
+    ``base_seed`` for everything but its heads. Candidate heads have seeds
+    ``candidate_offset + i``; fresh random heads for combinations start at ``random_offset``.
+    """
+
+    copy: CopyConfig = CopyConfig()
+    base_seed: int = 3
+    n_candidates: int = 20
+    candidate_offset: int = 1000
+    random_offset: int = 5000
+    data_seeds: tuple[int, ...] = (0, 1)
+    good: float = 0.95
+    bad: float = 0.6
+    k_combo: int = 2
+    n_combinations: int = 6
+    ks: tuple[int, ...] = (1, 2, 4)
+    n_random: int = 6
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+#: Fast: L = 20 permutations (chapter 4's fast size), 20 candidate heads screened on 2 data
+#: seeds, K = 2 combinations and K up to 4. Full: the authors' scale (L = 40, hidden 256, batch
+#: 128, 200 steps, 3 data seeds, K = 8, 50 combinations of each kind).
+RESCUE = Preset(
+    fast=RescueConfig(),
+    full=RescueConfig(copy=COPY_BASE.full, n_candidates=80, data_seeds=(0, 1, 2), k_combo=8,
+                      n_combinations=50, ks=(1, 2, 4, 8), n_random=50),
+)
+
+
+def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> list[list[int]]:
+    """``n`` head-seed lists of length K (SZKS Fig. 2 right).
+
+    ``kind``: ``"all bad"`` (K distinct heads from ``pools["bad"]``), ``"one good"`` (one from
+    ``pools["good"]`` and K-1 distinct bad ones) or ``"random"`` (K fresh seeds from
+    ``pools["random"]``, an iterable of unused seeds). Distinct subsets are used first; when a
+    pool has fewer distinct subsets than ``n`` they repeat (each run gets its own data seed).
+    """
+    import itertools
+
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        fresh = list(pools["random"])
+        if len(fresh) < n * K:
+            raise ValueError(f"pools['random'] needs {n * K} seeds; got {len(fresh)}")
+        return [fresh[i * K:(i + 1) * K] for i in range(n)]
+    if kind not in ("all bad", "one good"):
+        raise ValueError(f"kind must be 'all bad', 'one good' or 'random'; got {kind!r}")
+    n_bad = K if kind == "all bad" else K - 1
+    bad = list(pools["bad"])
+    if len(bad) < n_bad or (kind == "one good" and not pools["good"]):
+        raise ValueError(f"not enough heads for {kind!r} with K={K}: {len(bad)} bad, "
+                         f"{len(pools['good'])} good")
+    subsets = [list(c) for c in itertools.combinations(bad, n_bad)]
+    rng.shuffle(subsets)
+    out = []
+    for i in range(n):
+        heads = list(subsets[i % len(subsets)])
+        if kind == "one good":
+            heads = [list(pools["good"])[i % len(pools["good"])]] + heads
+        out.append(heads)
+    return out
+
+
+# --------------------------------------------------------------------------- chapter 3 (SZKS §2-4)
+from .data import ClassificationAsTranslation, ParallelCorpusTask  # noqa: E402
+from .metrics import agreement as _agreement  # noqa: E402
+from .models import BagOfWordsLogistic  # noqa: E402
+
+TRANSLATION_ATTENTION = ("learned", "uniform", "attention_only")
+
+
+@dataclass(frozen=True)
+class TranslationConfig:
+    """The LSTM seq2seq with Luong attention (SZKS §2.1) on a synthetic parallel corpus with a
+    hidden dictionary (:class:`~attn_core.data.ParallelCorpusTask`), trained with Adam.
+
+    ``attention``: ``"learned"`` (standard training), ``"uniform"`` (attention frozen at 1/L:
+    SZKS §3.2's β^uf model) or ``"attention_only"`` (every parameter frozen at its random
+    initialisation except the attention's score matrix: SZKS A.6's frozen-β model).
+    ``n_eval`` held-out pairs (drawn once from the corpus distribution, the same for every run of
+    one corpus) are where α and β are recorded.
+    """
+
+    vocab: int = 30
+    length: int = 10
+    n_pairs: int = 2000
+    zipf: float = 1.0
+    distinct: bool = False
+    reorder: float = 0.3
+    data_seed: int = 0
+    embed: int = 64
+    hidden: int = 64
+    attention: str = "learned"
+    batch_size: int = 32
+    steps: int = 500
+    lr: float = 2e-3
+    eval_every: int = 10
+    n_eval: int = 64
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+    def __post_init__(self):
+        if self.attention not in TRANSLATION_ATTENTION:
+            raise ValueError(f"attention must be one of {TRANSLATION_ATTENTION}; got {self.attention!r}")
+
+    def task(self) -> ParallelCorpusTask:
+        return ParallelCorpusTask(self.vocab, self.length, self.n_pairs, self.zipf, self.distinct,
+                                  self.reorder, self.data_seed)
+
+    def eval_set(self, task: ParallelCorpusTask | None = None) -> dict:
+        """The fixed held-out pairs every probe of this corpus is recorded on (model ids)."""
+        return (task or self.task()).held_out(self.n_eval, seed=1)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+#: I1, I6. Fast: V = 30 words, L = 10, 2,000 pairs, hidden 64, 500 Adam steps at 2e-3, 3 seeds
+#: (measured on the 2-core CPU: ~11 s for the learned-attention models, which reach ~0.8 held-out
+#: token accuracy; at 1e-3 / 400 steps they were still climbing). Full: the paper's widths
+#: (embedding and hidden 256), V = 200, L = 20, 20,000 pairs, 3,000 steps, 5 seeds (not run
+#: on a GPU yet).
+TRANSLATION = Preset(
+    fast=TranslationConfig(),
+    full=TranslationConfig(vocab=200, length=20, n_pairs=20000, embed=256, hidden=256,
+                           batch_size=64, steps=3000, eval_every=100, seeds=(0, 1, 2, 3, 4)),
+)
+
+
+def _attention_only_seq2seq(seeds, **kwargs) -> Seq2Seq:
+    """A :class:`Seq2Seq` whose parameters are all frozen except the attention score matrix."""
+    model = Seq2Seq(seeds=seeds, **kwargs)
+    for name, p in model.named_parameters():
+        if name != "score":
+            p.requires_grad_(False)
+    return model
+
+
+def translation_probes(eval_set: dict, k: float = 0.05) -> dict:
+    """Probes on a fixed held-out set: the head-averaged attention ``alpha`` and the lexical probe
+    ``beta`` (S, B, T, L), how often each one's argmax is the aligned position
+    (``alpha_acc``, ``beta_acc``), their agreement ``agree`` = A(α, β) and the held-out
+    ``token_acc`` (each (S,))."""
+
+    @torch.no_grad()
+    def probe(model, batch):
+        S = model.n_members
+        dev = batch["src"].device
+        b = {k_: v.unsqueeze(0).expand(S, *v.shape).to(dev) for k_, v in eval_set.items()}
+        out = model(b["src"], b["tgt_in"])
+        alpha = out["alpha"].mean(1)
+        beta = model.lexical_probe(b["src"], b["tgt_in"], b["tgt"])
+        align = b["align"]
+        agree = torch.tensor([_agreement(alpha[s], beta[s], k) for s in range(S)])
+        return {"alpha": alpha, "beta": beta,
+                "alpha_acc": (alpha.argmax(-1) == align).float().flatten(1).mean(1),
+                "beta_acc": (beta.argmax(-1) == align).float().flatten(1).mean(1),
+                "agree": agree,
+                "token_acc": (out["logits"].argmax(-1) == b["tgt"]).float().flatten(1).mean(1)}
+
+    return {"": probe}
+
+
+def run_translation(config: TranslationConfig, progress: bool = True, cache: bool = True) -> History:
+    """Train ``len(config.seeds)`` seq2seq models on the synthetic parallel corpus through the
+    engine, recording :func:`translation_probes` on ``config.eval_set()`` (cached by config)."""
+    if not isinstance(config, TranslationConfig):
+        raise TypeError(f"config must be a TranslationConfig; got {type(config).__name__}")
+    task = config.task()
+    kwargs = dict(vocab=task.model_vocab, embed=config.embed, hidden=config.hidden)
+    if config.attention == "attention_only":
+        model_fn = functools.partial(_attention_only_seq2seq, **kwargs)
+    else:
+        model_fn = functools.partial(Seq2Seq, attention=config.attention, **kwargs)
+
+    def compute():
+        return train(model_fn, task, list(config.seeds), steps=config.steps,
+                     batch_size=config.batch_size, lr=config.lr, eval_every=config.eval_every,
+                     probes=translation_probes(config.eval_set(task)), progress=progress,
+                     desc=f"translation ({config.attention} attention)")
+
+    if not cache:
+        return compute()
+    return cached_history(f"translation-{config.attention}", config.as_dict(), compute)
+
+
+def proxy_init_velocity(sources, targets, n_in: int, n_out: int, dims, seeds=(0, 1, 2)):
+    """SZKS §4.1 / A.2 measured by autograd: the velocity dθ/dτ = d(W e)/dτ of the factorised
+    bag-of-words proxy (:class:`~attn_core.models.BagOfWordsProxy` with ``dim=d``, W and e drawn
+    from N(0, I/d)) at initialisation, under gradient flow on the *summed* loss
+    L = −Σ_m Σ_t log p^m_{y_t} over the whole corpus ::
+
+        dθ_{i,o}/dτ = ė_i · W_o + e_i · Ẇ_o,    ė = −∂L/∂e,  Ẇ = −∂L/∂W
+
+    For every width in ``dims`` and seed in ``seeds`` returns an array (len(dims), len(seeds),
+    n_in, n_out). As d → ∞ it converges in probability to 2 (C − mean_o C) with C the
+    :func:`~attn_core.theory.count_table`.
+    """
+    src = torch.as_tensor(np.asarray(sources), dtype=torch.long)
+    tgt = torch.as_tensor(np.asarray(targets), dtype=torch.long)
+    if src.dim() != 2 or tgt.dim() != 2 or src.shape[0] != tgt.shape[0] or src.shape[0] == 0:
+        raise ValueError("sources and targets must be non-empty (M, L) and (M, T) arrays that pair up")
+    out = np.empty((len(dims), len(seeds), n_in, n_out))
+    for a, d in enumerate(dims):
+        for b, s in enumerate(seeds):
+            model = BagOfWordsProxy(n_in, n_out, dim=int(d), seeds=[int(s)]).double()
+            logp = torch.log_softmax(model(src.unsqueeze(0)), -1)          # (1, M, O)
+            loss = -logp[0].gather(1, tgt).sum()
+            g_e, g_w = torch.autograd.grad(loss, [model.e, model.W])
+            with torch.no_grad():
+                vel = -(g_e[0] @ model.W[0].T + model.e[0] @ g_w[0].T)
+            out[a, b] = vel.numpy()
+    return out
+
+
+def _keyword_eval_set(config: KeywordConfig, n: int) -> dict:
+    """``n`` held-out *positive* keyword sequences (fixed seed)."""
+    task = KeywordTask(config.length, config.vocab)
+    g = torch.Generator().manual_seed(4242)
+    xs, ps = [], []
+    while sum(len(x) for x in xs) < n:
+        b = task.sample(g, 2 * n)
+        keep = b["pos"] >= 0
+        xs.append(b["x"][keep]); ps.append(b["pos"][keep])
+    return {"x": torch.cat(xs)[:n], "pos": torch.cat(ps)[:n]}
+
+
+def leave_one_out(model: AttentionClassifier, x: Tensor) -> Tensor:
+    """Leave-one-out influence (the slides' Δ_l = y − y_{−l}): the classifier's logit on x minus
+    its logit with token l deleted, for every position: (S, B, L)."""
+    S, B, L = x.shape
+    keep = ~torch.eye(L, dtype=torch.bool)
+    dropped = x.unsqueeze(2).expand(S, B, L, L)[:, :, keep].reshape(S, B * L, L - 1)
+    full = model(x)["logit"]                                                # (S, B)
+    return full.unsqueeze(-1) - model(dropped)["logit"].view(S, B, L)
+
+
+def run_keyword_relevance(config: KeywordConfig, n_eval: int = 64, progress: bool = True,
+                          cache: bool = True) -> History:
+    """Chapter 1's keyword task and attention LSTM classifier, recording on ``n_eval`` fixed
+    held-out positive sequences the attention ``p``, the relevance ``beta`` = W h_l (the slides'
+    r_l) and, for learned attention, the leave-one-out influence ``delta`` (each (S, E, B, L)),
+    plus ``pos`` (S, E, B), the keyword positions."""
+    if not isinstance(config, KeywordConfig):
+        raise TypeError(f"config must be a KeywordConfig; got {type(config).__name__}")
+    task = KeywordTask(config.length, config.vocab)
+    ev = _keyword_eval_set(config, n_eval)
+    model_fn = functools.partial(AttentionClassifier, vocab=task.model_vocab, embed=config.embed,
+                                 hidden=config.hidden, attention=config.attention)
+
+    @torch.no_grad()
+    def probe(model, batch):
+        S = model.n_members
+        x = ev["x"].unsqueeze(0).expand(S, -1, -1).to(batch["x"].device)
+        out = model(x)
+        rec = {"p": out["p"], "beta": out["beta"], "pos": ev["pos"].unsqueeze(0).expand(S, -1)}
+        if config.attention == "learned":
+            rec["delta"] = leave_one_out(model, x)
+        return rec
+
+    def compute():
+        return train(model_fn, task, list(config.seeds), steps=config.steps,
+                     batch_size=config.batch_size, optimizer=config.optimizer, lr=config.lr,
+                     eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
+                     probes={"": probe}, progress=progress,
+                     desc=f"keyword relevance ({config.attention} attention)")
+
+    if not cache:
+        return compute()
+    return cached_history(f"keyword-relevance-{config.attention}",
+                          {**config.as_dict(), "n_eval": n_eval}, compute)
+
+
+#: I8: chapter 1's keyword classifier, evaluated every 10 steps (fast) for the agreement of the
+#: uniform-attention relevance with the standard model's attention and leave-one-out influence.
+KEYWORD_RELEVANCE = Preset(
+    fast=KeywordConfig(eval_every=10),
+    full=KeywordConfig(embed=128, hidden=128, steps=400, seeds=tuple(range(10)), lr=0.5,
+                       eval_every=20),
+)
+
+
+def run_bow_classifier(task, model: str = "proxy", steps: int = 300, lr: float = 1.0,
+                       batch_size: int = 64, seed: int = 0):
+    """Train a bag-of-words classifier from zero by plain SGD through the engine on a binary task
+    (wrapped by :class:`~attn_core.data.ClassificationAsTranslation`): the full-rank proxy with
+    |O| = 2 (``model="proxy"``, SZKS §2.3) or logistic regression (``"logistic"``, A.10).
+    Returns the trained one-member model and its History."""
+    if model not in ("proxy", "logistic"):
+        raise ValueError(f"model must be 'proxy' or 'logistic'; got {model!r}")
+    wrapped = task if isinstance(task, ClassificationAsTranslation) else ClassificationAsTranslation(task)
+    if model == "proxy":
+        model_fn = functools.partial(BagOfWordsProxy, vocab_in=wrapped.model_vocab, vocab_out=2)
+    else:
+        model_fn = functools.partial(BagOfWordsLogistic, vocab_in=wrapped.model_vocab)
+    h = train(model_fn, wrapped, [seed], steps=steps, optimizer="sgd", lr=lr,
+              batch_size=batch_size, eval_every=max(1, steps // 10), progress=False,
+              desc=f"bag-of-words {model}")
+    return h.model, h

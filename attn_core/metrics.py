@@ -14,7 +14,8 @@ import torch
 from torch import Tensor
 
 __all__ = ["keyword_probe", "first_step", "wilson_interval", "topic_purity", "attended_words",
-           "sen_probe", "eq8_rates", "t_interval"]
+           "sen_probe", "eq8_rates", "t_interval", "classify_heads", "agreement",
+           "agreement_baseline", "kendall_tau"]
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -254,3 +255,120 @@ def _student_t_quantile(p: float, df: int) -> float:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
     return (lo + hi) / 2
+
+
+def classify_heads(final_acc, good: float = 0.95, bad: float = 0.6) -> np.ndarray:
+    """Label attention-head initialisations from their single-head runs (SZKS §5.2).
+
+    ``final_acc`` is (n_heads, n_data_seeds): the final token accuracy of the one-head model
+    with each head, trained on each data seed. A head is ``"good"`` if it ends above ``good``
+    on every data seed, ``"bad"`` if it ends below ``bad`` on every one, else
+    ``"inconsistent"``. Returns an array of those strings.
+    """
+    acc = np.asarray(final_acc, dtype=float)
+    if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] == 0:
+        raise ValueError(f"final_acc must be a non-empty (n_heads, n_data_seeds) array; got shape {acc.shape}")
+    if not 0 <= bad < good <= 1:
+        raise ValueError(f"thresholds must satisfy 0 <= bad < good <= 1; got bad={bad}, good={good}")
+    labels = np.full(acc.shape[0], "inconsistent", dtype=object)
+    labels[(acc > good).all(1)] = "good"
+    labels[(acc < bad).all(1)] = "bad"
+    return labels.astype(str)
+
+
+# --------------------------------------------------------------------------- chapter 3 (SZKS §3.1)
+def _check_k(k) -> float:
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)):
+        raise TypeError(f"k (the top fraction) must be a number in (0, 1]; got {type(k).__name__}")
+    k = float(k)
+    if not (math.isfinite(k) and 0.0 < k <= 1.0):
+        raise ValueError(f"k (the top fraction) must be in (0, 1]; got {k}")
+    return k
+
+
+def _as_rows(name: str, a) -> np.ndarray:
+    a = np.asarray(a.detach().cpu() if isinstance(a, Tensor) else a, dtype=float)
+    if a.ndim < 1 or a.shape[-1] < 1:
+        raise ValueError(f"{name} must have a last axis of positions (L >= 1); got shape {a.shape}")
+    if np.isnan(a).any():
+        raise ValueError(f"{name} holds NaN")
+    return a.reshape(-1, a.shape[-1])
+
+
+def _top_k_slots(L: int, k: float) -> int:
+    """How many ranks r = 0, 1, ... satisfy r < k·L: ceil(k·L), computed with a tolerance so that
+    k·L = 3 (e.g. 0.05 × 60 = 3.0000000000000004 in floating point) gives 3, not 4."""
+    return max(1, math.ceil(k * L - 1e-9))
+
+
+def agreement(u, v, k: float = 0.05, reduce: bool = True):
+    """SZKS §3.1: the agreement of v with u ::
+
+        A(u, v) = 1[ |{j : v_j > v_{argmax u}}| < k · L ]
+
+    "is the highest-valued position of u among the top k (default 5%) positions of v", averaged
+    over all leading entries (sentence pairs × output words). ``u`` and ``v`` are arrays (or
+    tensors) of the same shape ``(..., L)``. The integer rounding: the condition is on the
+    *number* of positions ranked above, so it admits ceil(k·L) ranks -- for L < 20 and k = 5% only
+    the top one (argmax u must be an argmax of v), for L = 30 the top two. Ties in v count in
+    favour (only strictly larger values rank above); ties in u go to the first position.
+    Returns the mean (``reduce=True``) or the 0/1 array of shape ``u.shape[:-1]``.
+    """
+    k = _check_k(k)
+    if np.shape(u) != np.shape(v):
+        raise ValueError(f"u and v must have the same shape; got {np.shape(u)} and {np.shape(v)}")
+    U, V = _as_rows("u", u), _as_rows("v", v)
+    L = U.shape[1]
+    top = U.argmax(1)
+    above = (V > V[np.arange(len(V)), top][:, None]).sum(1)
+    hit = (above < _top_k_slots(L, k)).astype(float)
+    return float(hit.mean()) if reduce else hit.reshape(np.shape(u)[:-1])
+
+
+def agreement_baseline(v, k: float = 0.05) -> float:
+    """The random baseline Â of :func:`agreement`, computed exactly (not simulated).
+
+    If argmax u is a uniformly random position, independent of v, ``A(u, v)`` is the fraction of
+    positions j of v with fewer than k·L positions strictly above v_j. Averaged over the rows of
+    ``v`` (shape ``(..., L)``), this is Â. For distinct values in a row it is ceil(k·L) / L -- the
+    "close to but not exactly 5%" of SZKS §3.1 (1/L for L < 20, 2/30 for L = 30); ties in v
+    raise it. ``v`` may also be an int L (or a sequence of ints, one length per item): then
+    distinct values are assumed and Â = mean of ceil(k·L)/L.
+    """
+    k = _check_k(k)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        v = [int(v)]
+    if isinstance(v, (list, tuple)) and len(v) > 0 and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+        if min(v) < 1:
+            raise ValueError(f"lengths must be >= 1; got {min(v)}")
+        return float(np.mean([_top_k_slots(int(L), k) / int(L) for L in v]))
+    V = _as_rows("v", v)
+    L = V.shape[1]
+    above = (V[:, None, :] > V[:, :, None]).sum(2)             # (N, L): positions above each j
+    return float((above < _top_k_slots(L, k)).mean())
+
+
+def kendall_tau(u, v, reduce: bool = True):
+    """Kendall's τ_b rank correlation between u and v along the last axis (SZKS A.4, Table 2),
+    averaged over the leading entries. τ_b = (n_c - n_d) / sqrt((n_0 - n_u)(n_0 - n_v)) with
+    concordant / discordant pair counts n_c, n_d, n_0 = L(L-1)/2 and n_u, n_v the pairs tied in
+    u or in v. A row that is constant in u or v has no defined τ: it gives NaN and is left out of
+    the mean (``reduce=True``; NaN if every row is constant). O(L²) per row, no SciPy needed.
+    """
+    if np.shape(u) != np.shape(v):
+        raise ValueError(f"u and v must have the same shape; got {np.shape(u)} and {np.shape(v)}")
+    U, V = _as_rows("u", u), _as_rows("v", v)
+    L = U.shape[1]
+    iu, ju = np.triu_indices(L, 1)
+    du = np.sign(U[:, ju] - U[:, iu])
+    dv = np.sign(V[:, ju] - V[:, iu])
+    n0 = L * (L - 1) / 2
+    nu = (du == 0).sum(1)
+    nv = (dv == 0).sum(1)
+    denom = np.sqrt((n0 - nu) * (n0 - nv))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where(denom > 0, (du * dv).sum(1) / np.where(denom > 0, denom, 1.0), np.nan)
+    if not reduce:
+        return tau.reshape(np.shape(u)[:-1])
+    return float(np.nanmean(tau)) if np.isfinite(tau).any() else float("nan")

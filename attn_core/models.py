@@ -43,6 +43,7 @@ __all__ = [
     "Seq2Seq",
     "TopicAttention",
     "BagOfWordsProxy",
+    "BagOfWordsLogistic",
     "stack_members",
     "member",
 ]
@@ -324,7 +325,8 @@ class Seq2Seq(StackedModule):
 
     def __init__(self, vocab: int, embed: int = 64, hidden: int = 64, heads: int = 1,
                  cell: str = "lstm", attention: str = "learned", seeds: Sequence[int] = (0,),
-                 head_seeds: Sequence[int] | None = None):
+                 head_seeds: Sequence[int | Sequence[int]] | None = None,
+                 head_proj: bool = False):
         super().__init__()
         self.vocab = _check_int("vocab", vocab, 2)
         self.embed = _check_int("embed", embed)
@@ -343,16 +345,51 @@ class Seq2Seq(StackedModule):
         self.decoder = StackedRNN(gens, embed, hidden, cell)
         self.combine = StackedLinear(gens, 2 * hidden, hidden)
         self.out = StackedLinear(gens, hidden, vocab)
-        # Score matrices: drawn from head_seeds when given (one base model, different heads).
-        head_gens = gens if head_seeds is None else _generators(_check_seeds(head_seeds))
-        if len(head_gens) != self.n_members:
-            raise ValueError(
-                f"head_seeds must have one entry per member ({self.n_members}); got {len(head_gens)}"
-            )
+        # Score matrices. Default: drawn from the member's own generator after the rest of the
+        # model. With head_seeds (one entry per member) the heads come from their own seeds, so
+        # one base model can carry different heads (SZKS §5.2): an int draws all K heads from one
+        # generator; a list of K ints draws head k from seed k alone, so that head is exactly the
+        # score matrix of the one-head model built with head_seeds=[that seed].
         bound = 1.0 / math.sqrt(hidden)
-        self.score = _stack(head_gens, (self.heads, hidden, hidden), _uniform(bound))
+        if head_seeds is None:
+            self.score = _stack(gens, (self.heads, hidden, hidden), _uniform(bound))
+        else:
+            if isinstance(head_seeds, (int, str)) or len(head_seeds) != self.n_members:
+                raise ValueError(f"head_seeds must have one entry per member ({self.n_members}); "
+                                 f"got {head_seeds!r}")
+            members = []
+            for entry in head_seeds:
+                if isinstance(entry, Sequence):
+                    if len(entry) != self.heads:
+                        raise ValueError(f"a head_seeds entry lists {len(entry)} seeds for "
+                                         f"{self.heads} heads (heads must match)")
+                    heads = [_stack(_generators(_check_seeds([h])), (1, hidden, hidden),
+                                    _uniform(bound))[0, 0] for h in entry]
+                    members.append(torch.stack(heads))
+                else:
+                    members.append(_stack(_generators(_check_seeds([entry])),
+                                          (self.heads, hidden, hidden), _uniform(bound))[0])
+            self.score = nn.Parameter(torch.stack([m.detach() for m in members]))
         if attention == "uniform":
             self.score.requires_grad_(False)
+        # Optional per-head context projections P_k (the authors' multi-head code): drawn after
+        # W_k from the same head generator, so a head (W_k, P_k) is reproducible on its own.
+        self.head_proj = None
+        if head_proj:
+            self.head_proj = nn.Parameter(torch.stack([
+                torch.stack([_stack(_generators([int(h) + 7919]),
+                                    (hidden, hidden), _uniform(bound))[0]
+                             for h in self._head_seed_list(head_seeds, m)])
+                for m in range(self.n_members)]))
+
+    def _head_seed_list(self, head_seeds, m: int) -> list:
+        """The seed of every head of member m (None entries when heads share a generator)."""
+        if head_seeds is None:
+            return [self.seeds[m] * 1000 + k for k in range(self.heads)]
+        entry = head_seeds[m]
+        if isinstance(entry, Sequence):
+            return list(entry)
+        return [int(entry)] if self.heads == 1 else [int(entry) * 1000 + k for k in range(self.heads)]
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L)."""
@@ -364,7 +401,10 @@ class Seq2Seq(StackedModule):
         sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
         scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
         alpha = _masked_softmax_uniform(scores, self.attention)
-        ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc) / K
+        if self.head_proj is None:
+            ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc) / K
+        else:  # c_t = (1/K) Σ_k P_k c^k_t
+            ctx = torch.einsum("skbtl,sblh,skgh->sbtg", alpha, enc, self.head_proj) / K
         o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
         return {"logits": self.out(o), "alpha": alpha}
 
@@ -734,3 +774,54 @@ def _set_tensor(module: nn.Module, dotted: str, value: Tensor, is_param: bool, g
         setattr(module, leaf, nn.Parameter(value, requires_grad=grad))
     else:
         module.register_buffer(leaf, value)
+
+
+# --------------------------------------------------------------------------- chapter 3 (SZKS A.10)
+class BagOfWordsLogistic(StackedModule):
+    """Bag-of-words logistic regression for binary labels (SZKS A.10, Eq. 52) ::
+
+        Pr[y = 1 | x] = σ(wᵀ x̄),     x̄_i = (1/L) #{l : x_l = i}
+
+    with one weight per input word, initialised at zero and no bias (like the full-rank
+    :class:`BagOfWordsProxy`). A.10: the proxy with |O| = 2 is this model -- from θ = 0 its two
+    columns stay opposite, w = θ_{·,1} − θ_{·,0}, and plain gradient descent on the proxy with
+    rate η is gradient descent on this model with rate 2η. Its "β" at position l is
+    ``σ((2y − 1) w_{x_l})`` (:meth:`lexical_probe`), the proxy's β^px.
+
+    Batches: ``{"src": (S, B, L) long, "tgt": (S, B, 1) long in {0, 1}}``
+    (see :class:`~attn_core.data.ClassificationAsTranslation`).
+    """
+
+    def __init__(self, vocab_in: int, seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab_in = _check_int("vocab_in", vocab_in)
+        self.seeds = _check_seeds(seeds)
+        self.n_members = len(self.seeds)
+        self.w = nn.Parameter(torch.zeros(self.n_members, vocab_in))
+
+    def forward(self, src: Tensor) -> Tensor:
+        """The logit wᵀx̄: (S, B)."""
+        S = self.n_members
+        return torch.gather(self.w, 1, src.reshape(S, -1)).view(src.shape).mean(-1)
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """β^log_l = σ((2y − 1) w_{x_l}): (S, B, 1, L)."""
+        S = self.n_members
+        wx = torch.gather(self.w, 1, src.reshape(S, -1)).view(src.shape)
+        sign = 2.0 * tgt[..., :1].float() - 1.0                       # (S, B, 1)
+        return torch.sigmoid(sign * wx).unsqueeze(2)
+
+    def _bce(self, batch):
+        y = batch["tgt"][..., 0].float()
+        return F.binary_cross_entropy_with_logits(self(batch["src"]), y, reduction="none").mean(1)
+
+    def loss(self, batch):
+        self._check_batch(batch, ("src", "tgt"))
+        return self._bce(batch)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("src", "tgt"))
+        acc = ((self(batch["src"]) > 0).long() == batch["tgt"][..., 0]).float().mean(1)
+        return {"loss": self._bce(batch), "accuracy": acc}
