@@ -15,6 +15,11 @@ Tasks:
   inputs drawn as permutations, distinct tokens from a larger vocabulary, i.i.d. tokens, or a
   mixture of permutations of two disjoint sets.
 - :class:`TopicTask` -- LMN §3: J topics, each sentence one topic word plus m non-topic words.
+- :class:`PurityTwinTask` -- a synthetic twin of LMN's SST-2 "best" vs "powerful" competition.
+- :func:`read_sst2_tsv`, :class:`BagTask`, :func:`sst2_task` -- GLUE SST-2 as padded bags of words.
+- :class:`ParallelCorpusTask`, :data:`TOY_CORPUS`, :func:`encode_corpus` -- chapter 3's parallel
+  corpora: synthetic with a hidden dictionary, and the slides' "Dieser Film ist großartig".
+- :class:`ClassificationAsTranslation` -- a classification task as T = 1 translation (SZKS §2.4).
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import torch
 from torch import Tensor
 
 __all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "topic_sentences",
-           "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task"]
+           "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task", "TOY_CORPUS",
+           "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation"]
 
 
 def _check_int(name: str, value, low: int = 1) -> int:
@@ -452,3 +458,203 @@ def sst2_task(directory, min_count: int = 1) -> BagTask:
     tr_tok, tr_y = read_sst2_tsv(directory / "train.tsv")
     te_tok, te_y = read_sst2_tsv(directory / "dev.tsv")
     return BagTask.from_tokens(tr_tok, tr_y, te_tok, te_y, min_count=min_count)
+
+
+# --------------------------------------------------------------------------- chapter 3
+#: The toy German → English corpus of chapter 3: the slides' two sentences ("Dieser Film ist
+#: großartig" / "This movie is great", "... schlecht" / "... bad"; SZKS Fig. 1, Slides) first,
+#: then four more built from the same words, so that every word has a unique translation.
+TOY_CORPUS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("Dieser", "Film", "ist", "großartig"), ("This", "movie", "is", "great")),
+    (("Dieser", "Film", "ist", "schlecht"), ("This", "movie", "is", "bad")),
+    (("Dieser", "Hund", "ist", "großartig"), ("This", "dog", "is", "great")),
+    (("Der", "Hund", "ist", "schlecht"), ("The", "dog", "is", "bad")),
+    (("Der", "Film", "ist", "lang"), ("The", "movie", "is", "long")),
+    (("Der", "Hund", "schläft"), ("The", "dog", "sleeps")),
+)
+
+
+def encode_corpus(pairs) -> dict:
+    """Turn a parallel corpus of word lists into token ids.
+
+    ``pairs``: a non-empty sequence of ``(source_words, target_words)`` pairs, each side a
+    non-empty sequence of strings. Word ids are given in order of first appearance, separately
+    for each side. Returns ``{"src": [id lists], "tgt": [id lists], "src_words": tuple,
+    "tgt_words": tuple}``.
+    """
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__len__"):
+        raise TypeError("pairs must be a sequence of (source_words, target_words) pairs")
+    if len(pairs) == 0:
+        raise ValueError("pairs is empty: the corpus needs at least one sentence pair")
+    vocab = ({}, {})
+    out = ([], [])
+    for m, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"pairs[{m}] must be a (source_words, target_words) pair")
+        for side, words in enumerate(pair):
+            if isinstance(words, (str, bytes)):
+                raise TypeError(f"pairs[{m}] side {side} must be a list of words, not a string")
+            if len(words) == 0:
+                raise ValueError(f"pairs[{m}] has an empty side")
+            if not all(isinstance(w, str) for w in words):
+                raise TypeError(f"pairs[{m}] side {side} must hold strings")
+            out[side].append([vocab[side].setdefault(w, len(vocab[side])) for w in words])
+    return {"src": out[0], "tgt": out[1], "src_words": tuple(vocab[0]),
+            "tgt_words": tuple(vocab[1])}
+
+
+@dataclass(frozen=True)
+class ParallelCorpusTask:
+    """A synthetic parallel corpus with a hidden word-to-word dictionary (known ground truth).
+
+    ``vocab`` = V source words ``0..V-1`` translate one to one into V target words through a
+    random bijection ``dictionary`` (target word ``dictionary[i]`` for source word i). A sentence
+    is ``length`` = L source words, with word frequencies ∝ rank^-``zipf`` (0: uniform) and, if
+    ``distinct``, no word twice in a sentence; its translation is the word-by-word image, where
+    each adjacent pair of positions (0,1), (2,3), ... is swapped with probability ``reorder``
+    (local reordering, e.g. adjective-noun order). ``n_pairs`` = M pairs are drawn once from
+    ``seed``: that fixed corpus is what :meth:`sample` draws minibatches from (with replacement)
+    and what count tables and IBM Model 1 see (:meth:`corpus`).
+
+    **Vocabulary overlap.** With ``distinct`` sentences and uniform frequencies, a random sentence
+    holds a fraction ``overlap`` = L / V of the vocabulary, which is also the expected fraction of
+    one sentence's words that another sentence shares. At overlap 1 every sentence is a
+    permutation of the same L words: the count table is flat (chapter 4). Build a corpus by
+    overlap with :meth:`from_overlap`.
+
+    Model token ids (one vocabulary for a shared-embedding seq2seq): source word i -> i, target
+    word o -> V + o, start symbol 2V; ``model_vocab`` = 2V + 1. Batches: ``src``, ``tgt_in``,
+    ``tgt`` (B, L) and ``align`` (B, L), the source position each target word translates.
+    """
+
+    vocab: int = 30
+    length: int = 10
+    n_pairs: int = 2000
+    zipf: float = 1.0
+    distinct: bool = True
+    reorder: float = 0.0
+    seed: int = 0
+    _data: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        V = _check_int("vocab", self.vocab, 2)
+        L = _check_int("length", self.length, 1)
+        _check_int("n_pairs", self.n_pairs, 1)
+        _check_int("seed", self.seed, 0)
+        for name in ("zipf", "reorder"):
+            val = getattr(self, name)
+            if isinstance(val, bool) or not isinstance(val, (int, float)):
+                raise TypeError(f"{name} must be a number; got {type(val).__name__}")
+        if not (self.zipf >= 0 and self.zipf < float("inf")):
+            raise ValueError(f"zipf must be a finite number >= 0; got {self.zipf}")
+        if not 0 <= self.reorder <= 1:
+            raise ValueError(f"reorder must be a probability in [0, 1]; got {self.reorder}")
+        if not isinstance(self.distinct, bool):
+            raise TypeError(f"distinct must be a bool; got {type(self.distinct).__name__}")
+        if self.distinct and V < L:
+            raise ValueError(f"vocab ({V}) must be >= length ({L}) for distinct words per sentence")
+        g = torch.Generator().manual_seed(self.seed)
+        dictionary = torch.randperm(V, generator=g)
+        weights = torch.arange(1, V + 1, dtype=torch.float64) ** (-float(self.zipf))
+        object.__setattr__(self, "_data", {"dictionary": dictionary, "weights": weights / weights.sum()})
+        src, tgt, align = self._draw(self.n_pairs, g)
+        self._data.update(src=src, tgt=tgt, align=align)
+
+    @classmethod
+    def from_overlap(cls, overlap: float, length: int = 10, **kwargs) -> "ParallelCorpusTask":
+        """A corpus of distinct-word sentences with uniform word frequencies whose vocabulary is
+        V = round(L / overlap): ``overlap`` in (0, 1] is the fraction of the vocabulary in each
+        sentence (1: every sentence is a permutation of the same words)."""
+        if isinstance(overlap, bool) or not isinstance(overlap, (int, float)):
+            raise TypeError(f"overlap must be a number in (0, 1]; got {type(overlap).__name__}")
+        if not 0 < overlap <= 1:
+            raise ValueError(f"overlap must be in (0, 1]; got {overlap}")
+        L = _check_int("length", length, 1)
+        V = max(L, int(round(L / overlap)), 2)
+        return cls(vocab=V, length=L, zipf=kwargs.pop("zipf", 0.0),
+                   distinct=kwargs.pop("distinct", True), **kwargs)
+
+    def _draw(self, n: int, g: torch.Generator):
+        V, L = self.vocab, self.length
+        w = self._data["weights"]
+        if self.distinct:
+            # weighted sampling without replacement (Gumbel top-L), then a random order
+            gumbel = -torch.log(-torch.log(torch.rand(n, V, generator=g, dtype=torch.float64)))
+            src = (w.log().unsqueeze(0) + gumbel).topk(L, dim=1).indices
+            src = src.gather(1, torch.rand(n, L, generator=g).argsort(1))
+        else:
+            src = torch.multinomial(w.expand(n, V), L, replacement=True, generator=g)
+        align = torch.arange(L).expand(n, L).clone()
+        if self.reorder > 0 and L > 1:
+            swap = torch.rand(n, L // 2, generator=g) < self.reorder
+            even = torch.arange(0, 2 * (L // 2), 2)
+            a = align.clone()
+            a[:, even] = torch.where(swap, align[:, even + 1], align[:, even])
+            a[:, even + 1] = torch.where(swap, align[:, even], align[:, even + 1])
+            align = a
+        tgt = self._data["dictionary"][src.gather(1, align)]
+        return src.long(), tgt.long(), align
+
+    # ---------------------------------------------------------------- ground truth and views
+    @property
+    def dictionary(self) -> Tensor:
+        """The hidden dictionary: ``dictionary[i]`` is the translation of source word i: (V,)."""
+        return self._data["dictionary"].clone()
+
+    @property
+    def overlap(self) -> float:
+        """L / V: the fraction of the vocabulary in one sentence (see the class docstring)."""
+        return self.length / self.vocab
+
+    @property
+    def bos(self) -> int:
+        return 2 * self.vocab
+
+    @property
+    def model_vocab(self) -> int:
+        return 2 * self.vocab + 1
+
+    def corpus(self) -> dict[str, Tensor]:
+        """The fixed corpus in *word* ids (both sides 0..V-1): ``src``, ``tgt``, ``align`` (M, L)."""
+        return {k: self._data[k].clone() for k in ("src", "tgt", "align")}
+
+    def to_batch(self, src: Tensor, tgt: Tensor, align: Tensor) -> dict[str, Tensor]:
+        """Word ids -> the seq2seq batch (model ids, ``tgt_in`` = [BOS, tgt[:-1]])."""
+        t = tgt + self.vocab
+        t_in = torch.cat([torch.full((t.shape[0], 1), self.bos, dtype=torch.long), t[:, :-1]], 1)
+        return {"src": src.clone(), "tgt_in": t_in, "tgt": t, "align": align.clone()}
+
+    def held_out(self, n: int, seed: int = 1) -> dict[str, Tensor]:
+        """``n`` fresh pairs from the same distribution (drawn from ``seed``), as a model batch."""
+        n = _check_int("n", n, 1)
+        g = torch.Generator().manual_seed(_check_int("seed", seed, 0) + 7_919 * (self.seed + 1))
+        return self.to_batch(*self._draw(n, g))
+
+    def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:
+        _check_gen(generator)
+        B = _check_int("batch_size", batch_size)
+        idx = torch.randint(0, self.n_pairs, (B,), generator=generator)
+        return self.to_batch(self._data["src"][idx], self._data["tgt"][idx], self._data["align"][idx])
+
+
+@dataclass(frozen=True)
+class ClassificationAsTranslation:
+    """A binary classification task seen as translation with T = 1 and |O| = 2 (SZKS §2.4):
+    each batch of the wrapped task (``x``, ``y``) also carries ``src`` = x and ``tgt`` = y as a
+    (B, 1) long tensor, so the bag-of-words proxy and logistic regression can train on it."""
+
+    task: object
+
+    def __post_init__(self):
+        if not hasattr(self.task, "sample"):
+            raise TypeError(f"task must have a sample(generator, batch_size) method; got {self.task!r}")
+
+    @property
+    def model_vocab(self) -> int:
+        return self.task.model_vocab
+
+    def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:
+        b = self.task.sample(generator, batch_size)
+        if "x" not in b or "y" not in b:
+            raise ValueError("the wrapped task's batches must hold 'x' and 'y'")
+        return {**b, "src": b["x"], "tgt": b["y"].long().unsqueeze(-1)}

@@ -1,0 +1,260 @@
+"""Chapter 3: IBM Model 1, the agreement metric, the optimal-attention solver, the corpora."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core import theory
+from attn_core.data import (TOY_CORPUS, ClassificationAsTranslation, KeywordTask,
+                            ParallelCorpusTask, encode_corpus)
+from attn_core.experiments import proxy_init_velocity, run_bow_classifier
+from attn_core.metrics import agreement, agreement_baseline, kendall_tau
+from attn_core.models import BagOfWordsLogistic
+
+# "das Haus -> the house", "das Buch -> the book": source das=0 Haus=1 Buch=2, target the=0
+# house=1 book=2 (the classic two-sentence IBM Model 1 example).
+SRC = [[0, 1], [0, 2]]
+TGT = [[0, 1], [0, 2]]
+
+
+def test_ibm1_em_two_sentences_by_hand():
+    r = theory.ibm1_em(SRC, TGT, iterations=2)
+    # iteration 1 (uniform start): every alignment 1/2, counts = the count table
+    np.testing.assert_allclose(r["history"][0], [[1 / 2, 1 / 4, 1 / 4],
+                                                 [1 / 2, 1 / 2, 0],
+                                                 [1 / 2, 0, 1 / 2]])
+    # iteration 2: "house" aligns to das with t=1/4 vs Haus 1/2 -> posteriors 1/3, 2/3;
+    # c(das, ·) = (1, 1/3, 1/3) -> (3/5, 1/5, 1/5); c(Haus, ·) = (1/2, 2/3, 0) -> (3/7, 4/7, 0)
+    np.testing.assert_allclose(r["history"][1], [[3 / 5, 1 / 5, 1 / 5],
+                                                 [3 / 7, 4 / 7, 0],
+                                                 [3 / 7, 0, 4 / 7]])
+    # log-likelihood: before = 2 * 2 * log(1/3); EM never lowers it
+    assert math.isclose(r["log_likelihood"][0], 4 * math.log(1 / 3))
+    assert np.all(np.diff(r["log_likelihood"]) > 0)
+
+
+def test_ibm1_first_iteration_is_the_one_step_estimate():
+    task = ParallelCorpusTask(vocab=8, length=4, n_pairs=50, distinct=False, seed=3)
+    c = task.corpus()
+    C = theory.count_table(c["src"], c["tgt"], 8, 8)
+    r = theory.ibm1_em(c["src"], c["tgt"], 8, 8, iterations=1)
+    np.testing.assert_allclose(r["history"][0], theory.ibm1_translation(C))
+
+
+def test_ibm1_em_recovers_dictionary_where_one_step_fails():
+    task = ParallelCorpusTask(vocab=20, length=8, n_pairs=800, zipf=1.0, distinct=False, seed=0)
+    c = task.corpus()
+    C = theory.count_table(c["src"], c["tgt"], 20, 20)
+    assert theory.dictionary_recovery(theory.ibm1_translation(C), task.dictionary) < 0.5
+    em = theory.ibm1_em(c["src"], c["tgt"], 20, 20, iterations=5)
+    assert theory.dictionary_recovery(em["trans"], task.dictionary) == 1.0
+
+
+def test_ibm1_null_word_and_probe():
+    r = theory.ibm1_em(SRC, TGT, iterations=3, null=True)
+    assert r["trans"].shape == (4, 3)                       # NULL is the last row
+    np.testing.assert_allclose(r["trans"].sum(1), 1)
+    beta, alpha = theory.ibm1_probe(r["trans"][:3], [0, 1], [0, 1])
+    assert beta.shape == alpha.shape == (2, 2)
+    np.testing.assert_allclose(alpha.sum(1), 1)
+    assert alpha[1, 1] > alpha[1, 0]                        # "house" aligns to Haus
+
+
+def test_ibm1_translation_rows_and_slides_table():
+    T = theory.ibm1_translation([[2, 2, 0], [0, 0, 0]])
+    np.testing.assert_allclose(T, [[0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3]])
+    toy = encode_corpus(TOY_CORPUS)
+    assert toy["src_words"][:5] == ("Dieser", "Film", "ist", "großartig", "schlecht")
+    C = 4 * theory.count_table(toy["src"][:2], toy["tgt"][:2], 5, 5)
+    np.testing.assert_array_equal(C, [[2, 2, 2, 1, 1]] * 3 + [[1, 1, 1, 1, 0], [1, 1, 1, 0, 1]])
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: theory.ibm1_em([], []), ValueError, "empty"),
+    (lambda: theory.ibm1_em([[0]], [[0], [1]]), ValueError, "pair up"),
+    (lambda: theory.ibm1_em([[0], []], [[0], [1]]), ValueError, "empty side"),
+    (lambda: theory.ibm1_em(SRC, TGT, iterations=0), ValueError, "iterations"),
+    (lambda: theory.ibm1_em("ab", "ab"), TypeError, "strings"),
+    (lambda: theory.ibm1_translation([[-1.0]]), ValueError, ">= 0"),
+    (lambda: theory.ibm1_probe(np.ones((2, 2)), [0, 5], [0]), ValueError, "out of range"),
+    (lambda: theory.optimal_attention([[0, 0]], target=2), ValueError, "target"),
+    (lambda: theory.optimal_attention([[0, 0]], method="newton"), ValueError, "method"),
+])
+def test_ibm1_and_solver_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# --------------------------------------------------------------------------- agreement
+def test_agreement_top_k_with_integer_rounding():
+    u = np.array([[0.0, 1.0, 0.0, 0.0]])                   # argmax u = position 1
+    assert agreement(u, np.array([[0.1, 0.9, 0.3, 0.2]])) == 1.0
+    assert agreement(u, np.array([[0.95, 0.9, 0.3, 0.2]])) == 0.0   # one position above, L < 20
+    # L = 30, k = 5%: k*L = 1.5 -> ranks 0 and 1 count, rank 2 does not
+    v = np.arange(30.0)[::-1].copy()                        # position j has rank j
+    for rank, hit in [(0, 1.0), (1, 1.0), (2, 0.0)]:
+        u = np.zeros(30); u[rank] = 1
+        assert agreement(u, v) == hit
+    # k = 0.05, L = 60: k*L = 3 exactly (3.0000000000000004 in floating point): ranks 0..2 only
+    v = np.arange(60.0)[::-1].copy()
+    u = np.zeros(60); u[3] = 1
+    assert agreement(u, v) == 0.0
+    assert agreement(u, v, k=1.0) == 1.0
+
+
+def test_agreement_baseline_exact():
+    assert agreement_baseline(10) == pytest.approx(0.1)
+    assert agreement_baseline(30) == pytest.approx(2 / 30)
+    assert agreement_baseline(60) == pytest.approx(3 / 60)
+    assert agreement_baseline([10, 20]) == pytest.approx((0.1 + 0.05) / 2)
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(50, 30))
+    assert agreement_baseline(v) == pytest.approx(2 / 30)
+    # ties raise the baseline: with a constant row every position is in the top
+    assert agreement_baseline(np.ones((3, 10))) == 1.0
+    # the exact baseline equals the average over every possible argmax of u
+    v = rng.normal(size=(5, 12)).round(0)                   # many ties
+    avg = np.mean([agreement(np.eye(12)[j][None].repeat(5, 0), v) for j in range(12)])
+    assert agreement_baseline(v) == pytest.approx(avg)
+
+
+def test_kendall_tau():
+    u = np.array([1.0, 2.0, 3.0, 4.0])
+    assert kendall_tau(u, u) == 1.0 and kendall_tau(u, -u) == -1.0
+    assert kendall_tau(u, np.array([1.0, 3.0, 2.0, 4.0])) == pytest.approx(4 / 6)
+    assert math.isnan(kendall_tau(np.ones(4), u))           # constant: undefined
+    # tau-b with ties: x = (1, 2, 2, 3), y = (1, 2, 3, 4): n_c = 5, n_d = 0, one tie in x
+    assert kendall_tau(np.array([1.0, 2, 2, 3]), u) == pytest.approx(5 / math.sqrt(5 * 6))
+
+
+@pytest.mark.parametrize("call, exc", [
+    (lambda: agreement(np.ones(3), np.ones(3), k=0), ValueError),
+    (lambda: agreement(np.ones(3), np.ones(3), k=1.5), ValueError),
+    (lambda: agreement(np.ones(3), np.ones(3), k="5%"), TypeError),
+    (lambda: agreement(np.ones(3), np.ones(4)), ValueError),
+    (lambda: agreement_baseline(np.ones(3), k=-0.1), ValueError),
+    (lambda: agreement_baseline([0, 3]), ValueError),
+])
+def test_agreement_bad_arguments(call, exc):
+    with pytest.raises(exc):
+        call()
+
+
+# --------------------------------------------------------------------------- optimal attention
+def test_optimal_attention_counter_example():
+    gammas = [[0, 0, 0], [0, -10, 5], [0, 5, -10]]
+    for method in ("projected", "exponentiated"):
+        r = theory.optimal_attention(gammas, target=0, method=method)
+        np.testing.assert_allclose(r["alpha"], [0, 0.5, 0.5], atol=1e-3)
+        assert r["loss"][-1] <= r["loss"][0]
+    assert r["beta"].argmax() == 0 and r["beta"][0] == pytest.approx(1 / 3)
+
+
+def test_optimal_attention_picks_the_right_word_when_it_is_simple():
+    # one position predicts the target, the others are neutral: all attention goes there
+    r = theory.optimal_attention([[0, 0], [3, 0], [0, 0]], target=0)
+    np.testing.assert_allclose(r["alpha"], [0, 1, 0], atol=1e-6)
+    assert r["loss"][-1] == pytest.approx(theory.attention_loss([0, 1, 0], [[0, 0], [3, 0], [0, 0]], 0))
+
+
+# --------------------------------------------------------------------------- corpora
+def test_parallel_corpus_translates_through_the_dictionary():
+    task = ParallelCorpusTask(vocab=12, length=6, n_pairs=100, reorder=0.5, seed=2)
+    c = task.corpus()
+    d = task.dictionary
+    assert sorted(d.tolist()) == list(range(12))            # a bijection
+    torch.testing.assert_close(c["tgt"], d[c["src"].gather(1, c["align"])])
+    assert (c["align"] != torch.arange(6)).any()            # some pairs are reordered
+    assert all(len(set(row.tolist())) == 6 for row in c["src"])   # distinct by default
+    b = task.sample(torch.Generator().manual_seed(0), 5)
+    assert b["src"].max() < 12 and b["tgt"].min() >= 12 and (b["tgt_in"][:, 0] == task.bos).all()
+    torch.testing.assert_close(b["tgt_in"][:, 1:], b["tgt"][:, :-1])
+    assert task.model_vocab == 25
+    # same seed, same corpus; held-out pairs come from the same dictionary
+    torch.testing.assert_close(ParallelCorpusTask(vocab=12, length=6, n_pairs=100, reorder=0.5,
+                                                  seed=2).corpus()["src"], c["src"])
+    h = task.held_out(20)
+    torch.testing.assert_close(h["tgt"] - 12, d[h["src"].gather(1, h["align"])])
+
+
+def test_overlap_controls_the_diagonal():
+    lo = ParallelCorpusTask.from_overlap(0.25, length=4, n_pairs=400)
+    hi = ParallelCorpusTask.from_overlap(1.0, length=4, n_pairs=50)
+    assert lo.vocab == 16 and lo.overlap == 0.25 and hi.vocab == 4
+    for task, flat in ((lo, False), (hi, True)):
+        c = task.corpus()
+        T = theory.ibm1_translation(theory.count_table(c["src"], c["tgt"], task.vocab, task.vocab))
+        T = T[:, task.dictionary.numpy()]
+        off = T[~np.eye(task.vocab, dtype=bool)]
+        if flat:
+            np.testing.assert_allclose(T, 1 / task.vocab)    # permutations: a flat table
+        else:
+            assert np.diag(T).min() > off.max()
+
+
+def test_zipf_frequencies():
+    task = ParallelCorpusTask(vocab=20, length=5, n_pairs=2000, zipf=1.0, distinct=False)
+    counts = torch.bincount(task.corpus()["src"].flatten(), minlength=20)
+    assert counts[0] > 3 * counts[10] and counts[0] > counts[1] > counts[5]
+
+
+@pytest.mark.parametrize("kwargs, exc", [
+    ({"vocab": 1}, ValueError),
+    ({"vocab": 5, "length": 6}, ValueError),                # distinct needs V >= L
+    ({"n_pairs": 0}, ValueError),
+    ({"zipf": -1.0}, ValueError),
+    ({"reorder": 1.5}, ValueError),
+    ({"vocab": 3.0}, TypeError),
+    ({"distinct": 1}, TypeError),
+])
+def test_parallel_corpus_bad_arguments(kwargs, exc):
+    with pytest.raises(exc):
+        ParallelCorpusTask(**kwargs)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: ParallelCorpusTask.from_overlap(0.0), ValueError, "overlap"),
+    (lambda: ParallelCorpusTask.from_overlap(1.2), ValueError, "overlap"),
+    (lambda: encode_corpus([]), ValueError, "empty"),
+    (lambda: encode_corpus([(["a"], [])]), ValueError, "empty side"),
+    (lambda: encode_corpus([(["a"],)]), ValueError, "pair"),
+    (lambda: encode_corpus([("ab", ["a"])]), TypeError, "string"),
+    (lambda: ClassificationAsTranslation(object()), TypeError, "sample"),
+])
+def test_corpus_helpers_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# --------------------------------------------------------------------------- proxy pieces
+def test_init_velocity_approaches_twice_centred_count_table():
+    task = ParallelCorpusTask(vocab=6, length=3, n_pairs=60, distinct=False, seed=1)
+    c = task.corpus()
+    C = theory.count_table(c["src"], c["tgt"], 6, 6)
+    target = 2 * (C - C.mean(1, keepdims=True))
+    vel = proxy_init_velocity(c["src"], c["tgt"], 6, 6, dims=[8, 8192], seeds=[0, 1])
+    err = np.linalg.norm(vel - target, axis=(2, 3)) / np.linalg.norm(target)
+    assert err[1].max() < 0.1 and err[1].max() < err[0].min()
+
+
+def test_proxy_equals_logistic_regression():
+    task = KeywordTask(length=8, vocab=10)
+    proxy, _ = run_bow_classifier(task, "proxy", steps=40, lr=1.0, batch_size=16)
+    logi, _ = run_bow_classifier(task, "logistic", steps=40, lr=2.0, batch_size=16)
+    th = proxy.theta()[0].detach()
+    torch.testing.assert_close(th[:, 1] - th[:, 0], logi.w[0].detach(), atol=1e-5, rtol=0)
+    b = ClassificationAsTranslation(task).sample(torch.Generator().manual_seed(0), 32)
+    src, tgt = b["src"].unsqueeze(0), b["tgt"].unsqueeze(0)
+    torch.testing.assert_close(proxy.lexical_probe(src, tgt), logi.lexical_probe(src, tgt),
+                               atol=1e-5, rtol=0)
+    assert float(logi.w.detach()[0, task.keyword]) > 0.5            # the keyword is learned
+
+
+def test_logistic_forward_is_mean_of_word_weights():
+    m = BagOfWordsLogistic(5, seeds=[0, 1])
+    with torch.no_grad():
+        m.w.copy_(torch.arange(10.0).view(2, 5))
+    src = torch.tensor([[[0, 1, 1]], [[2, 3, 4]]])
+    torch.testing.assert_close(m(src), torch.tensor([[2 / 3], [8.0]]))
