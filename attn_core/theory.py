@@ -214,22 +214,7 @@ def count_table(sources, targets, n_in: int | None = None, n_out: int | None = N
     largest id + 1). At initialisation the bag-of-words proxy's logits move as
     dθ_{i,o}/dτ → 2 (C_{i,o} − mean_o' C_{i,o'}) when its width d → ∞.
     """
-    if isinstance(sources, np.ndarray) or hasattr(sources, "numpy"):
-        sources = np.asarray(sources)
-    if isinstance(targets, np.ndarray) or hasattr(targets, "numpy"):
-        targets = np.asarray(targets)
-    if len(sources) == 0:
-        raise ValueError("sources is empty: the corpus needs at least one sentence pair")
-    if len(sources) != len(targets):
-        raise ValueError(f"sources and targets must pair up; got {len(sources)} sources and "
-                         f"{len(targets)} targets")
-    pairs = [(np.asarray(x, dtype=np.int64).ravel(), np.asarray(y, dtype=np.int64).ravel())
-             for x, y in zip(sources, targets)]
-    for m, (x, y) in enumerate(pairs):
-        if len(x) == 0 or len(y) == 0:
-            raise ValueError(f"sentence pair {m} has an empty side")
-        if x.min() < 0 or y.min() < 0:
-            raise ValueError(f"token ids must be >= 0 (pair {m})")
+    pairs = _check_corpus(sources, targets)
     hi_in = max(int(x.max()) for x, _ in pairs) + 1
     hi_out = max(int(y.max()) for _, y in pairs) + 1
     n_in = hi_in if n_in is None else n_in
