@@ -203,8 +203,11 @@ class Trainer:
             groups = [list(range(len(seeds)))]
         else:
             groups = [[i] for i in range(len(seeds))]
+        # mininterval: at most one redraw every 2 s. In a notebook each redraw is a widget message;
+        # a long cell flooding the kernel's IOPub channel makes it drop messages (nbval then
+        # times out waiting for the cell's output).
         bar = tqdm(total=self.steps * len(groups), desc=f"{self.desc} [{execution}, S={len(seeds)}]",
-                   disable=not self.progress, leave=False)
+                   disable=not self.progress, leave=False, mininterval=2.0)
         results = [self._fit_group(lambda g=g: build(g), len(g), task,
                                    [data_seeds[i] for i in g], probes, bar) for g in groups]
         bar.close()
