@@ -215,12 +215,7 @@ def count_table(sources, targets, n_in: int | None = None, n_out: int | None = N
     dθ_{i,o}/dτ → 2 (C_{i,o} − mean_o' C_{i,o'}) when its width d → ∞.
     """
     pairs = _check_corpus(sources, targets)
-    hi_in = max(int(x.max()) for x, _ in pairs) + 1
-    hi_out = max(int(y.max()) for _, y in pairs) + 1
-    n_in = hi_in if n_in is None else n_in
-    n_out = hi_out if n_out is None else n_out
-    if n_in < hi_in or n_out < hi_out:
-        raise ValueError(f"n_in/n_out ({n_in}, {n_out}) smaller than the ids used ({hi_in}, {hi_out})")
+    n_in, n_out = _corpus_sizes(pairs, n_in, n_out)
     C = np.zeros((n_in, n_out))
     for x, y in pairs:
         C += np.outer(np.bincount(x, minlength=n_in), np.bincount(y, minlength=n_out)) / len(x)
@@ -263,6 +258,17 @@ def theorem1_sides(score, norm_sq_centred, m: int):
 
 
 # --------------------------------------------------------------------------- IBM Model 1 (ch. 3)
+def _corpus_sizes(pairs, n_in, n_out) -> tuple[int, int]:
+    """Vocabulary sizes for a checked corpus: the given ones, or the largest ids + 1."""
+    hi_in = max(int(x.max()) for x, _ in pairs) + 1
+    hi_out = max(int(y.max()) for _, y in pairs) + 1
+    n_in = hi_in if n_in is None else n_in
+    n_out = hi_out if n_out is None else n_out
+    if n_in < hi_in or n_out < hi_out:
+        raise ValueError(f"n_in/n_out ({n_in}, {n_out}) smaller than the ids used ({hi_in}, {hi_out})")
+    return n_in, n_out
+
+
 def _check_corpus(sources, targets):
     """Validate a parallel corpus; return a list of (x, y) int64 arrays."""
     if isinstance(sources, (str, bytes)) or isinstance(targets, (str, bytes)):
@@ -363,12 +369,7 @@ def ibm1_em(sources, targets, n_in: int | None = None, n_out: int | None = None,
         raise TypeError(f"iterations must be an int >= 1; got {type(iterations).__name__}")
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1; got {iterations}")
-    hi_in = max(int(x.max()) for x, _ in pairs) + 1
-    hi_out = max(int(y.max()) for _, y in pairs) + 1
-    n_in = hi_in if n_in is None else n_in
-    n_out = hi_out if n_out is None else n_out
-    if n_in < hi_in or n_out < hi_out:
-        raise ValueError(f"n_in/n_out ({n_in}, {n_out}) smaller than the ids used ({hi_in}, {hi_out})")
+    n_in, n_out = _corpus_sizes(pairs, n_in, n_out)
     rows = n_in + 1 if null else n_in
     if null:
         pairs = [(np.concatenate([[n_in], x]), y) for x, y in pairs]
