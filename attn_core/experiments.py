@@ -7,16 +7,18 @@ fast or full variant by ``ATTN_MODE``. Notebooks print the config they ran.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
 
 from .cache import cached_history
 from .config import Preset
-from .data import CopyTask, KeywordTask
-from .metrics import keyword_probe
-from .models import AttentionClassifier, BagOfWordsProxy, Seq2Seq
+from .data import (ClassificationAsTranslation, CopyTask, KeywordTask, ParallelCorpusTask,
+                   PurityTwinTask, TopicTask)
+from .metrics import agreement, attended_words, eq8_rates, keyword_probe, sen_probe
+from .models import (AttentionClassifier, BagOfWordsLogistic, BagOfWordsProxy, Seq2Seq,
+                     TopicAttention)
 from .training import History, train
 
 __all__ = ["KeywordConfig", "KEYWORD_ATTENTION", "KEYWORD_UNIFORM", "run_keyword",
@@ -190,11 +192,6 @@ def run_proxy(task, steps: int = 300, lr: float = 1.0, seed: int = 0, batch_size
 
 
 # --------------------------------------------------------------------------- chapter 2 (LMN)
-from dataclasses import replace as _replace  # noqa: E402
-
-from .data import PurityTwinTask, TopicTask  # noqa: E402
-from .metrics import attended_words, eq8_rates, sen_probe  # noqa: E402
-from .models import TopicAttention  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -332,13 +329,13 @@ def run_sen(config: SENConfig, progress: bool = True, cache: bool = True,
 
 def run_sen_classifiers(config: SENConfig, classifiers=("FC", "TC", "TL"), **kwargs) -> dict:
     """:func:`run_sen` once per classifier: ``{classifier: History}``."""
-    return {c: run_sen(_replace(config, classifier=c), **kwargs) for c in classifiers}
+    return {c: run_sen(replace(config, classifier=c), **kwargs) for c in classifiers}
 
 
 def run_sen_ablation(config: SENConfig, **kwargs) -> dict:
     """S6: ``{"TC": ..., "TC-KF": ..., "TC-EF": ...}`` (scores or embeddings frozen)."""
     variants = {"TC": (), "TC-KF": ("keys",), "TC-EF": ("embeddings",)}
-    return {name: run_sen(_replace(config, classifier="TC", freeze=fr,
+    return {name: run_sen(replace(config, classifier="TC", freeze=fr,
                                    eq8=config.eq8 and not fr), **kwargs)
             for name, fr in variants.items()}
 
@@ -597,9 +594,6 @@ def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> 
 
 
 # --------------------------------------------------------------------------- chapter 3 (SZKS §2-4)
-from .data import ClassificationAsTranslation, ParallelCorpusTask  # noqa: E402
-from .metrics import agreement as _agreement  # noqa: E402
-from .models import BagOfWordsLogistic  # noqa: E402
 
 TRANSLATION_ATTENTION = ("learned", "uniform", "attention_only")
 
@@ -685,7 +679,7 @@ def translation_probes(eval_set: dict, k: float = 0.05) -> dict:
         alpha = out["alpha"].mean(1)
         beta = model.lexical_probe(b["src"], b["tgt_in"], b["tgt"])
         align = b["align"]
-        agree = torch.tensor([_agreement(alpha[s], beta[s], k) for s in range(S)])
+        agree = torch.tensor([agreement(alpha[s], beta[s], k) for s in range(S)])
         return {"alpha": alpha, "beta": beta,
                 "alpha_acc": (alpha.argmax(-1) == align).float().flatten(1).mean(1),
                 "beta_acc": (beta.argmax(-1) == align).float().flatten(1).mean(1),
