@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 __all__ = ["keyword_probe", "first_step", "wilson_interval", "topic_purity", "attended_words",
-           "sen_probe", "eq8_rates", "t_interval", "classify_heads", "agreement",
+           "sen_probe", "eq8_rates", "t_interval", "classify_heads", "verdict_repeat", "agreement",
            "agreement_baseline", "kendall_tau"]
 
 
@@ -274,6 +274,43 @@ def classify_heads(final_acc, good: float = 0.95, bad: float = 0.6) -> np.ndarra
     labels[(acc > good).all(1)] = "good"
     labels[(acc < bad).all(1)] = "bad"
     return labels.astype(str)
+
+
+def verdict_repeat(final_acc, good: float = 0.95, bad: float = 0.6, n_tokens: int | None = None) -> dict:
+    """Is a head's verdict a property of its initialisation? (SZKS §5.2; chapter 5.)
+
+    ``final_acc`` (n_heads, n_data_seeds) as in :func:`classify_heads`. Each head is judged on
+    its first data seed alone; the heads that column decides ("good"/"bad") are checked on the
+    other seeds. Returns
+
+    - ``decided``: how many heads the first seed decides;
+    - ``strict``: the fraction of those whose verdict is the same on every other seed;
+    - ``within_noise``: the same, but a head counts as repeating while it stays within
+      ``tol = 3 sqrt(good (1 - good) / n_tokens)`` of its threshold -- the sampling noise of an
+      accuracy measured on ``n_tokens`` held-out tokens (``tol = 0`` without ``n_tokens``);
+    - ``flips``: how many decided heads land on the *opposite* verdict on some other seed
+      (good on one seed, below ``bad`` on another, or the reverse);
+    - ``tol``.
+    """
+    acc = np.asarray(final_acc, dtype=float)
+    if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] < 2:
+        raise ValueError(f"final_acc must be an (n_heads, n_data_seeds >= 2) array; got shape {acc.shape}")
+    if n_tokens is not None and (not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1):
+        raise ValueError(f"n_tokens must be an int >= 1 or None; got {n_tokens!r}")
+    first = classify_heads(acc[:, :1], good, bad)
+    decided = first != "inconsistent"
+    tol = 0.0 if n_tokens is None else 3 * math.sqrt(good * (1 - good) / n_tokens)
+    is_good = (first == "good")[:, None]
+    is_bad = (first == "bad")[:, None]
+    rest = acc[:, 1:]
+    strict = np.where(is_good, rest > good, rest < bad).all(1)
+    loose = np.where(is_good, rest > good - tol, rest < bad + tol).all(1)
+    flips = (is_good & (rest < bad)).any(1) | (is_bad & (rest > good)).any(1)
+    n = int(decided.sum())
+    return {"decided": n,
+            "strict": float(strict[decided].mean()) if n else float("nan"),
+            "within_noise": float(loose[decided].mean()) if n else float("nan"),
+            "flips": int(flips[decided].sum()), "tol": tol}
 
 
 # --------------------------------------------------------------------------- chapter 3 (SZKS §3.1)

@@ -313,8 +313,13 @@ class Seq2Seq(StackedModule):
     starting from the encoder's final state. For each head k (SZKS Eq. 16-17)::
 
         score^k_{t,l} = s_tᵀ W_k h_l,   α^k_t = softmax_l(score^k_t),   c^k_t = Σ_l α^k_{t,l} h_l
-        c_t = (1/K) Σ_k c^k_t                       (the authors' code averages the heads)
+        c_t = Σ_k P_k c^k_t      (head_reduce="sum", SZKS Eq. 17)
+        c_t = (1/K) Σ_k P_k c^k_t      (head_reduce="mean", the authors' code; the default)
         p_t = softmax(W_o tanh(W_c [s_t; c_t] + b_c) + b_o)
+
+    P_k is the identity unless ``head_proj=True``, which gives every head its own learned
+    projection of its context (the authors' multi-head code). With K = 1, P = I and either
+    reduction this is the single-head model of chapter 4.
 
     ``attention="uniform"`` freezes every α at 1/L (SZKS §3.2's β^uf model).
 
@@ -326,7 +331,7 @@ class Seq2Seq(StackedModule):
     def __init__(self, vocab: int, embed: int = 64, hidden: int = 64, heads: int = 1,
                  cell: str = "lstm", attention: str = "learned", seeds: Sequence[int] = (0,),
                  head_seeds: Sequence[int | Sequence[int]] | None = None,
-                 head_proj: bool = False):
+                 head_proj: bool = False, head_reduce: str = "mean"):
         super().__init__()
         self.vocab = _check_int("vocab", vocab, 2)
         self.embed = _check_int("embed", embed)
@@ -336,7 +341,11 @@ class Seq2Seq(StackedModule):
             raise ValueError(f"cell must be 'lstm' or 'gru'; got {cell!r}")
         if attention not in _ATTENTION_MODES:
             raise ValueError(f"attention must be one of {_ATTENTION_MODES}; got {attention!r}")
-        self.cell, self.attention = cell, attention
+        if head_reduce not in ("mean", "sum"):
+            raise ValueError(f"head_reduce must be 'mean' or 'sum'; got {head_reduce!r}")
+        if not isinstance(head_proj, bool):
+            raise TypeError(f"head_proj must be a bool; got {type(head_proj).__name__}")
+        self.cell, self.attention, self.head_reduce = cell, attention, head_reduce
         self.seeds = _check_seeds(seeds)
         self.n_members = len(self.seeds)
         gens = _generators(self.seeds)
@@ -401,10 +410,12 @@ class Seq2Seq(StackedModule):
         sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
         scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
         alpha = _masked_softmax_uniform(scores, self.attention)
-        if self.head_proj is None:
-            ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc) / K
-        else:  # c_t = (1/K) Σ_k P_k c^k_t
-            ctx = torch.einsum("skbtl,sblh,skgh->sbtg", alpha, enc, self.head_proj) / K
+        if self.head_proj is None:  # Σ_k c^k_t
+            ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc)
+        else:  # Σ_k P_k c^k_t
+            ctx = torch.einsum("skbtl,sblh,skgh->sbtg", alpha, enc, self.head_proj)
+        if self.head_reduce == "mean":
+            ctx = ctx / K
         o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
         return {"logits": self.out(o), "alpha": alpha}
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.experiments import CopyConfig, head_combinations, run_heads
-from attn_core.metrics import classify_heads
+from attn_core.experiments import CopyConfig, RescueConfig, head_combinations, run_heads
+from attn_core.metrics import classify_heads, verdict_repeat
 from attn_core.models import Seq2Seq
 
 
@@ -77,3 +77,80 @@ def test_bad_head_seed_arguments():
         Seq2Seq(vocab=9, heads=2, seeds=[0], head_seeds=[[1, 2, 3]])
     with pytest.raises(ValueError, match="head_seeds"):
         Seq2Seq(vocab=9, heads=1, seeds=[0, 1], head_seeds=[1])
+
+
+def test_head_projection_identity_and_sum_reduce():
+    """P_k = I gives back the plain model; summing is averaging times K (before W_c)."""
+    src, tgt = torch.randint(0, 8, (1, 2, 6)), torch.randint(0, 8, (1, 2, 6))
+    plain = Seq2Seq(vocab=9, embed=5, hidden=5, heads=2, seeds=[0], head_seeds=[[3, 4]])
+    proj = Seq2Seq(vocab=9, embed=5, hidden=5, heads=2, seeds=[0], head_seeds=[[3, 4]], head_proj=True)
+    assert proj.head_proj.shape == (1, 2, 5, 5)
+    assert not torch.allclose(proj(src, tgt)["logits"], plain(src, tgt)["logits"])
+    with torch.no_grad():
+        proj.head_proj.copy_(torch.eye(5).expand(1, 2, 5, 5))
+    torch.testing.assert_close(proj(src, tgt)["logits"], plain(src, tgt)["logits"], atol=1e-6, rtol=1e-5)
+    summed = Seq2Seq(vocab=9, embed=5, hidden=5, heads=2, seeds=[0], head_seeds=[[3, 4]], head_reduce="sum")
+    with torch.no_grad():                      # halve the context columns of W_c: sum/2 == mean
+        summed.combine.weight[..., 5:] /= 2
+    torch.testing.assert_close(summed(src, tgt)["logits"], plain(src, tgt)["logits"], atol=1e-6, rtol=1e-5)
+
+
+def test_head_projection_of_a_head_is_the_same_in_every_model():
+    multi = Seq2Seq(vocab=9, embed=5, hidden=5, heads=2, seeds=[7], head_seeds=[[11, 12]], head_proj=True)
+    single = Seq2Seq(vocab=9, embed=5, hidden=5, heads=1, seeds=[7], head_seeds=[12], head_proj=True)
+    assert torch.equal(multi.head_proj[0, 1], single.head_proj[0, 0])
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(head_reduce="max"), ValueError, "head_reduce"),
+    (dict(head_proj="yes"), TypeError, "head_proj"),
+])
+def test_bad_multihead_arguments(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        Seq2Seq(vocab=9, heads=2, **kwargs)
+
+
+def test_verdict_repeat():
+    final = np.array([[0.99, 0.98],   # good, repeats
+                      [0.50, 0.55],   # bad, repeats
+                      [1.00, 0.51],   # good, then bad: a flip
+                      [0.59, 0.61],   # bad, then just above the threshold: within noise only
+                      [0.80, 0.99]])  # undecided on the first seed: not counted
+    r = verdict_repeat(final, n_tokens=1280)
+    assert r["decided"] == 4 and r["flips"] == 1
+    assert r["strict"] == pytest.approx(2 / 4) and r["within_noise"] == pytest.approx(3 / 4)
+    assert r["tol"] == pytest.approx(3 * np.sqrt(0.95 * 0.05 / 1280))
+    assert verdict_repeat(final)["within_noise"] == pytest.approx(2 / 4)   # no noise band
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(final_acc=np.zeros((3, 1))), "n_data_seeds >= 2"),
+    (dict(final_acc=np.zeros((3, 2)), n_tokens=0), "n_tokens"),
+    (dict(final_acc=np.zeros((3, 2)), good=0.5, bad=0.7), "bad < good"),
+])
+def test_verdict_repeat_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        verdict_repeat(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(good=0.5, bad=0.6), ValueError, "bad < good"),
+    (dict(good=1.0), ValueError, "bad < good"),
+    (dict(k_combo=0), ValueError, "k_combo"),
+    (dict(k_combo=3), ValueError, "include k_combo"),
+    (dict(ks=()), ValueError, "ks"),
+    (dict(n_random=0), ValueError, "n_random"),
+    (dict(data_seeds=()), ValueError, "data_seeds"),
+    (dict(head_reduce="max"), ValueError, "head_reduce"),
+    (dict(copy="gru"), TypeError, "CopyConfig"),
+])
+def test_rescue_config_bad_arguments(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        RescueConfig(**kwargs)
+
+
+def test_rescue_config_run_uses_its_head_model():
+    cfg = RescueConfig(copy=CopyConfig(length=5, embed=8, hidden=8, steps=2, batch_size=4,
+                                       eval_every=2, eval_batch_size=4, cell="gru", heads=2))
+    h = cfg.run(cfg.copy, [[1, 2]], [0], cache=False, progress=False)
+    assert h.model.cell == "gru" and h.model.head_proj is not None and h.model.head_reduce == "mean"
