@@ -165,7 +165,10 @@ def figure_slider(
             stacklevel=2,
         )
 
-    images = [widgets.Image(value=png, format="png") for png in frames]
+    # max_width: a figure wider than the page's column shrinks to fit it (aspect kept)
+    images = [widgets.Image(value=png, format="png",
+                            layout=widgets.Layout(max_width="100%", height="auto"))
+              for png in frames]
     stack = widgets.Stack(children=images, selected_index=0)
     slider = widgets.SelectionSlider(
         options=labels,
