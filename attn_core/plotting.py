@@ -165,9 +165,10 @@ def figure_slider(
             stacklevel=2,
         )
 
-    # max_width: a figure wider than the page's column shrinks to fit it (aspect kept)
+    # A figure wider than the page's column shrinks to fit it (aspect kept); the widgets'
+    # default 2 px margin would otherwise push it 4 px past the column (a scrollbar).
     images = [widgets.Image(value=png, format="png",
-                            layout=widgets.Layout(max_width="100%", height="auto"))
+                            layout=widgets.Layout(max_width="100%", height="auto", margin="0"))
               for png in frames]
     stack = widgets.Stack(children=images, selected_index=0)
     slider = widgets.SelectionSlider(

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHAPTER1 = "notebooks/01_gated_classifier.html"
+CHAPTER5 = "notebooks/05_multihead.html"
 INTRO = "book/intro.html"
 PAGE_LOAD_TIMEOUT = 60.0
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
@@ -388,6 +389,36 @@ def test_chapter1_slider_changes_the_image(browser, server):
     browser.pump(0.3)
     browser.screenshot(SHOTS / "chapter1_after.png")
     _record(browser, CHAPTER1)
+
+
+_SLIDER_OVERFLOW_JS = """
+(() => {
+  const boxes = Array.from(document.querySelectorAll('.attn-figure-slider'));
+  if (!boxes.length) return null;
+  const imgs = boxes.map(b => Array.from(b.querySelectorAll('img')).find(i => i.offsetParent !== null));
+  if (imgs.some(i => !i || !i.complete || !i.naturalWidth)) return null;
+  return boxes.map((b, n) => {
+    const out = b.closest('.cell_output') || b.parentElement;
+    // the widest overflow of anything that would draw a scrollbar: the output area, the
+    // slider box, or a box inside it
+    const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+    const spill = Math.max(0, ...[out, b, ...b.querySelectorAll('div')].filter(scrolls)
+                                   .map(e => e.scrollWidth - e.clientWidth));
+    return {n, spill, room: out.clientWidth, img: imgs[n].offsetWidth, natural: imgs[n].naturalWidth};
+  });
+})()
+"""
+
+
+def test_wide_slider_figures_fit_the_column(browser, server):
+    """Chapter 5's attention maps are wider than the text column: the slider's image must
+    shrink to the column instead of overflowing it (which draws a horizontal scrollbar)."""
+    _visit(browser, server, CHAPTER5)
+    sizes = browser.wait_for(_SLIDER_OVERFLOW_JS, what="chapter 5's figure sliders")
+    assert any(s["natural"] > s["room"] for s in sizes), f"no slider figure is wider than the column: {sizes}"
+    overflow = [s for s in sizes if s["spill"] > 0 or s["img"] > s["room"]]
+    assert not overflow, f"slider figures overflow their column: {overflow}"
+    _record(browser, CHAPTER5)
 
 
 def test_no_request_leaves_the_machine(browser, server):
