@@ -17,8 +17,8 @@ from .config import Preset
 from .data import (ClassificationAsTranslation, CopyTask, KeywordTask, ParallelCorpusTask,
                    PurityTwinTask, TopicTask)
 from .metrics import agreement, attended_words, eq8_rates, keyword_probe, sen_probe
-from .models import (AttentionClassifier, BagOfWordsLogistic, BagOfWordsProxy, Seq2Seq,
-                     TopicAttention)
+from .models import (HEAD_REDUCTIONS, AttentionClassifier, BagOfWordsLogistic, BagOfWordsProxy,
+                     Seq2Seq, TopicAttention)
 from .training import History, train
 
 __all__ = ["KeywordConfig", "KEYWORD_ATTENTION", "KEYWORD_UNIFORM", "run_keyword",
@@ -561,8 +561,9 @@ class RescueConfig:
         if not 0 < self.bad < self.good < 1:
             raise ValueError(f"thresholds must satisfy 0 < bad < good < 1; got bad={self.bad}, "
                              f"good={self.good}")
-        if self.head_reduce not in ("mean", "sum"):
-            raise ValueError(f"head_reduce must be 'mean' or 'sum'; got {self.head_reduce!r}")
+        if self.head_reduce not in HEAD_REDUCTIONS:
+            raise ValueError(f"head_reduce must be one of {HEAD_REDUCTIONS}; got "
+                             f"{self.head_reduce!r}")
         for name in ("n_candidates", "k_combo", "n_combinations", "n_random"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")

@@ -41,6 +41,7 @@ __all__ = [
     "StackedRNN",
     "AttentionClassifier",
     "Seq2Seq",
+    "HEAD_REDUCTIONS",
     "TopicAttention",
     "BagOfWordsProxy",
     "BagOfWordsLogistic",
@@ -246,6 +247,8 @@ def _masked_softmax_uniform(scores: Tensor, mode: str) -> Tensor:
 
 
 _ATTENTION_MODES = ("learned", "uniform")
+#: How Seq2Seq combines its heads' contexts (see its docstring).
+HEAD_REDUCTIONS = ("mean", "sum")
 
 
 # --------------------------------------------------------------------------- chapter 1
@@ -341,8 +344,8 @@ class Seq2Seq(StackedModule):
             raise ValueError(f"cell must be 'lstm' or 'gru'; got {cell!r}")
         if attention not in _ATTENTION_MODES:
             raise ValueError(f"attention must be one of {_ATTENTION_MODES}; got {attention!r}")
-        if head_reduce not in ("mean", "sum"):
-            raise ValueError(f"head_reduce must be 'mean' or 'sum'; got {head_reduce!r}")
+        if head_reduce not in HEAD_REDUCTIONS:
+            raise ValueError(f"head_reduce must be one of {HEAD_REDUCTIONS}; got {head_reduce!r}")
         if not isinstance(head_proj, bool):
             raise TypeError(f"head_proj must be a bool; got {type(head_proj).__name__}")
         self.cell, self.attention, self.head_reduce = cell, attention, head_reduce
