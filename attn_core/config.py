@@ -1,45 +1,136 @@
-"""The book-wide switches: fast/full mode, device, seeds and CPU threads.
+"""The book-wide switches: fast/full mode, device, seeds, CPU threads, workers and the cache.
 
-One environment variable selects the scale of every experiment in the book::
+Every environment variable the package reads is read here, by one function each, and nowhere
+else; a bad value raises a ValueError that names the variable and the values it may take::
 
-    ATTN_MODE=fast   # 2-core CPU, seconds to a minute or two per experiment (CI, default book build)
-    ATTN_MODE=full   # the papers' own scale (meant for a GPU)
-    ATTN_MODE=auto   # default: full when CUDA is available, else fast
+    ATTN_MODE=fast     # 2-core CPU, seconds to a minute or two per experiment (CI, book build)
+    ATTN_MODE=full     # the papers' own scale (meant for a GPU)
+    ATTN_MODE=auto     # default: full when CUDA is available, else fast
+    ATTN_THREADS=1     # torch threads per process (default 1)             -> env_threads()
+    ATTN_WORKERS=2     # worker processes (default: the usable CPU cores)   -> env_workers()
+    ATTN_CACHE=off     # results cache folder, or off (default ~/.cache/attn_core) -> env_cache()
 
-Every experiment config is a :class:`Preset`: one value for fast, one for full, and
-:func:`pick` chooses by the current mode.
+Every experiment config is a :class:`Preset`: one value for fast, one for full;
+``preset.get()`` chooses by the current mode.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Generic, TypeVar
 
 import numpy as np
 import torch
 
+from .checks import check_int
+
+__all__ = ["MODES", "Preset", "available_cores", "describe", "env_cache", "env_mode",
+           "env_threads", "env_workers", "get_device", "get_mode", "set_seed", "set_threads"]
+
 MODES = ("fast", "full", "auto")
 T = TypeVar("T")
 
+#: ``ATTN_CACHE`` values that switch the results cache off (compared case-insensitively).
+CACHE_OFF = ("off", "0", "false", "no")
+#: ``ATTN_CACHE`` values that look like an attempt to disable the cache but would otherwise
+#: create a folder of that name in the working directory.
+_CACHE_AMBIGUOUS = ("none", "null")
+DEFAULT_CACHE = "~/.cache/attn_core"
 
-def _check_mode(mode: str) -> str:
-    if not isinstance(mode, str):
-        raise TypeError(f"mode must be a string, one of {MODES}; got {type(mode).__name__}")
-    mode = mode.strip().lower()
+
+# ------------------------------------------------------------------------------- helpers
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask; else ``os.cpu_count()``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _parse_mode(name: str, value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {MODES}; got {type(value).__name__} "
+                        f"{value!r}")
+    mode = value.strip().lower()
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
+        raise ValueError(f"{name} must be one of {MODES} (case-insensitive); got {value!r}")
     return mode
 
 
+def _env_count(var: str, default: int, what: str) -> int:
+    """An integer environment variable >= 1: digits only (no '2.0', '', '1e3', '1_000')."""
+    raw = os.environ.get(var)
+    if raw is None:
+        return default
+    if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
+        raise ValueError(f"{var} must be an int >= 1 ({what}); got {raw!r}")
+    n = int(raw)
+    _warn_above_cores(f"{var}={n}", n)
+    return n
+
+
+def _warn_above_cores(label: str, n: int) -> None:
+    cores = available_cores()
+    if n > cores:
+        warnings.warn(f"{label} is more than the {cores} CPU core(s) this process may use; "
+                      f"oversubscribed cores make the small models of this book far slower "
+                      f"(1 thread per process is the safe choice)", RuntimeWarning, stacklevel=3)
+
+
+# ---------------------------------------------------------------------- the env readers
+def env_mode() -> str:
+    """``ATTN_MODE`` as ``"fast"``, ``"full"`` or ``"auto"`` (default ``"auto"``)."""
+    return _parse_mode("ATTN_MODE", os.environ.get("ATTN_MODE", "auto"))
+
+
+def env_threads() -> int:
+    """``ATTN_THREADS``: torch threads per process, an int >= 1 (default 1).
+
+    A value above :func:`available_cores` is used but warned about: on a busy 2-core machine
+    more threads than cores made training hundreds of times slower.
+    """
+    return _env_count("ATTN_THREADS", 1, "one torch thread per process")
+
+
+def env_workers() -> int:
+    """``ATTN_WORKERS``: worker processes, an int >= 1 (default :func:`available_cores`)."""
+    return _env_count("ATTN_WORKERS", available_cores(), "worker processes; default: the "
+                      "usable CPU cores")
+
+
+def env_cache() -> Path | None:
+    """``ATTN_CACHE``: the results cache folder, or None when the cache is off.
+
+    Unset or empty: ``~/.cache/attn_core``. ``off``, ``0``, ``false``, ``no`` (any case): None.
+    Anything else is a folder path (``~`` expanded). A blank value, ``none``/``null`` and a path
+    with leading or trailing spaces are refused, since they would create a stray folder in the
+    working directory.
+    """
+    value = os.environ.get("ATTN_CACHE", "")
+    if value == "":
+        return Path(DEFAULT_CACHE).expanduser()
+    word = value.strip().lower()
+    if word in CACHE_OFF:
+        return None
+    if not word or word in _CACHE_AMBIGUOUS or value != value.strip():
+        raise ValueError(f"ATTN_CACHE must be 'off' (or 0/false/no) to disable the results cache, "
+                         f"or a folder path (unset: {DEFAULT_CACHE}); got {value!r}")
+    return Path(value).expanduser()
+
+
+# ----------------------------------------------------------------------------- the API
 def get_mode(mode: str | None = None) -> str:
     """Resolve the run mode to ``"fast"`` or ``"full"``.
 
     ``mode`` defaults to the ``ATTN_MODE`` environment variable (itself defaulting to
     ``"auto"``); ``"auto"`` means full when CUDA is available, else fast.
     """
-    mode = _check_mode(os.environ.get("ATTN_MODE", "auto") if mode is None else mode)
+    mode = env_mode() if mode is None else _parse_mode("mode", mode)
     if mode == "auto":
         return "full" if torch.cuda.is_available() else "fast"
     return mode
@@ -56,11 +147,6 @@ class Preset(Generic[T]):
         return self.fast if get_mode(mode) == "fast" else self.full
 
 
-def pick(fast: T, full: T, mode: str | None = None) -> T:
-    """Return ``fast`` or ``full`` according to the current mode."""
-    return Preset(fast, full).get(mode)
-
-
 def get_device(device: str | torch.device | None = None) -> torch.device:
     """The device experiments run on: CUDA when present, else CPU (or an explicit choice)."""
     if device is None:
@@ -74,16 +160,15 @@ def get_device(device: str | torch.device | None = None) -> torch.device:
 def set_threads(n: int | None = None) -> int:
     """Set the number of CPU threads torch uses and return it.
 
-    ``n`` defaults to the ``ATTN_THREADS`` environment variable, else 1. One thread is the
-    safe default for the small models of this book: on a busy 2-core machine two threads made
-    a training step up to 300x slower than one.
+    ``n`` defaults to :func:`env_threads` (``ATTN_THREADS``, else 1). One thread is the safe
+    default for the small models of this book: on a busy 2-core machine two threads made a
+    training step up to 300x slower than one. More threads than usable cores is warned about.
     """
     if n is None:
-        n = int(os.environ.get("ATTN_THREADS", "1"))
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise TypeError(f"n (threads) must be an int >= 1; got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n (threads) must be >= 1; got {n}")
+        n = env_threads()
+    else:
+        n = check_int("n (threads)", n, 1)
+        _warn_above_cores(f"n (threads)={n}", n)
     torch.set_num_threads(n)
     return n
 
@@ -106,6 +191,29 @@ def describe(mode: str | None = None) -> str:
     dev = get_device()
     name = torch.cuda.get_device_name(0) if dev.type == "cuda" else "CPU"
     return (
-        f"attn_core: mode={get_mode(mode)} (ATTN_MODE={os.environ.get('ATTN_MODE', 'auto')}), "
+        f"attn_core: mode={get_mode(mode)} (ATTN_MODE={env_mode()}), "
         f"device={dev} [{name}], torch threads={torch.get_num_threads()}, torch {torch.__version__}"
     )
+
+
+#: Every fixed seed and seed salt of the package, in one place. A salt turns one seed into
+#: another for a different purpose, so that two random streams the reader thinks of as
+#: independent never share a generator:
+#:
+#: - ``eval_stream_mul``/``eval_stream_add``: a member's held-out evaluation batch is drawn from
+#:   seed ``(data_seed * mul + add) mod (2^63 - 1)`` (training.py), never from its training
+#:   stream (a large prime multiplier keeps nearby data seeds' streams apart);
+#: - ``head_projection``: a head's context projection P_k is drawn from ``head seed + 7919`` (a
+#:   prime), so that W_k and P_k of one head are independent draws (models.Seq2Seq);
+#: - ``heads_per_member``: without explicit head seeds, head k of the member with seed s is
+#:   seeded ``s * 1000 + k`` (models.Seq2Seq, used for P_k only);
+#: - ``keyword_eval``: the fixed held-out keyword sequences of chapter 3's I8 probe;
+#: - ``calibration``: throwaway data of the engine's execution calibration (never a real run).
+SEED_SALTS = {
+    "eval_stream_mul": 1_000_003,
+    "eval_stream_add": 99_991,
+    "head_projection": 7919,
+    "heads_per_member": 1000,
+    "keyword_eval": 4242,
+    "calibration": 12345,
+}

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 __all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "topic_sentences",
-           "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task", "TOY_CORPUS",
+           "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
            "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation"]
 
 
@@ -447,6 +447,51 @@ class BagTask:
         if self.test is None:
             raise ValueError("this BagTask has no test set")
         return {k: v.clone() for k, v in self.test.items()}
+
+
+#: Where :func:`find_sst2` looks for GLUE's ``SST-2/`` folder (``train.tsv``, ``dev.tsv``).
+SST2_URL = "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"
+
+
+def find_sst2(download: bool = False, timeout: float = 30.0):
+    """The GLUE SST-2 folder if it is available, else None.
+
+    Looks in ``$ATTN_SST2``, then ``<cache>/SST-2`` (see :mod:`attn_core.cache`). With
+    ``download=True`` (the notebook does this only in full mode) it tries to fetch and unpack
+    :data:`SST2_URL` into the cache first; any network error gives None.
+    """
+    import os
+    import zipfile
+    from pathlib import Path
+
+    from .cache import cache_dir
+
+    if not isinstance(download, bool):
+        raise TypeError(f"download must be True or False; got {download!r}")
+    candidates = []
+    if os.environ.get("ATTN_SST2"):
+        candidates.append(Path(os.environ["ATTN_SST2"]).expanduser())
+    root = cache_dir() or Path.home() / ".cache" / "attn_core"
+    candidates.append(root / "SST-2")
+    for c in candidates:
+        if (c / "train.tsv").is_file() and (c / "dev.tsv").is_file():
+            return c
+    if not download:
+        return None
+    try:
+        import urllib.request
+
+        root.mkdir(parents=True, exist_ok=True)
+        zpath = root / "SST-2.zip"
+        with urllib.request.urlopen(SST2_URL, timeout=timeout) as r:
+            zpath.write_bytes(r.read())
+        with zipfile.ZipFile(zpath) as z:
+            z.extractall(root)
+    except Exception as err:  # no network, blocked host, bad archive: report and go on
+        print(f"SST-2 could not be fetched from {SST2_URL}: {type(err).__name__}: {err}")
+        return None
+    c = root / "SST-2"
+    return c if (c / "train.tsv").is_file() else None
 
 
 def sst2_task(directory, min_count: int = 1) -> BagTask:

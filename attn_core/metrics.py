@@ -1,8 +1,14 @@
-"""Measurements taken on models and training histories.
+"""Measurements taken on models and training histories, in chapter order.
 
-- :func:`keyword_probe` -- attention and output relevance at the keyword of SZKS §6.1's task.
-- :func:`first_step` -- the first evaluation step at which a curve crosses a threshold.
-- :func:`wilson_interval` -- a binomial confidence interval for success rates.
+- Chapter 1: :func:`keyword_probe` (attention and output relevance at the keyword of SZKS
+  §6.1's task), :func:`first_step` (when a curve crosses a threshold), :func:`wilson_interval`
+  and :func:`success_rate` (success rates with their binomial interval).
+- Chapter 2: :func:`topic_purity`, :func:`attended_words`, :func:`sen_probe`,
+  :func:`eq8_rates`, :func:`t_interval`.
+- Chapter 3: :func:`agreement` (SZKS §3.1's A(u, v)), :func:`agreement_by_member`,
+  :func:`agreement_baseline` (its chance level Â), :func:`kendall_tau`,
+  :func:`leave_one_out` (the slides' Δ_l).
+- Chapter 5: :func:`classify_heads`, :func:`verdict_repeat`, :func:`first_to_diagonal`.
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["keyword_probe", "first_step", "wilson_interval", "topic_purity", "attended_words",
-           "sen_probe", "eq8_rates", "t_interval", "classify_heads", "verdict_repeat", "agreement",
-           "agreement_baseline", "kendall_tau"]
+__all__ = ["keyword_probe", "first_step", "wilson_interval", "success_rate", "topic_purity",
+           "attended_words", "sen_probe", "eq8_rates", "t_interval", "classify_heads",
+           "verdict_repeat", "first_to_diagonal", "agreement", "agreement_by_member",
+           "agreement_baseline", "kendall_tau", "leave_one_out"]
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -86,6 +93,17 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     centre = (phat + z * z / (2 * n)) / denom
     half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def success_rate(ok) -> tuple[float, float, float]:
+    """``(rate, low, high)``: the fraction of true entries of the bool array ``ok`` and its 95%
+    :func:`wilson_interval`."""
+    ok = np.asarray(ok)
+    if ok.dtype != bool or ok.ndim != 1 or ok.size == 0:
+        raise ValueError(f"ok must be a non-empty 1-D bool array (one entry per run); got "
+                         f"dtype {ok.dtype}, shape {ok.shape}")
+    k, n = int(ok.sum()), int(ok.size)
+    return (k / n, *wilson_interval(k, n))
 
 
 # --------------------------------------------------------------------------- chapter 2 (LMN)
@@ -276,6 +294,20 @@ def classify_heads(final_acc, good: float = 0.95, bad: float = 0.6) -> np.ndarra
     return labels.astype(str)
 
 
+def first_to_diagonal(head_attn_acc, steps, level: float = 0.5) -> list:
+    """For every head, the first evaluation step at which its attention accuracy exceeds
+    ``level`` (None if it never does). ``head_attn_acc`` is one run's (E, K) curve (the
+    ``head_attn_acc`` probe of chapter 5), ``steps`` its (E,) evaluation steps."""
+    acc = np.asarray(head_attn_acc, dtype=float)
+    steps = np.asarray(steps)
+    if acc.ndim != 2 or acc.shape[0] != steps.shape[0]:
+        raise ValueError(f"head_attn_acc must be (E, K) with E = len(steps) = {steps.shape[0]}; "
+                         f"got shape {acc.shape}")
+    hit = acc > level
+    return [int(steps[np.argmax(hit[:, k])]) if hit[:, k].any() else None
+            for k in range(acc.shape[1])]
+
+
 def verdict_repeat(final_acc, good: float = 0.95, bad: float = 0.6, n_tokens: int | None = None) -> dict:
     """Is a head's verdict a property of its initialisation? (SZKS §5.2; chapter 5.)
 
@@ -362,6 +394,19 @@ def agreement(u, v, k: float = 0.05, reduce: bool = True):
     return float(hit.mean()) if reduce else hit.reshape(np.shape(u)[:-1])
 
 
+def agreement_by_member(u, v, k: float = 0.05) -> np.ndarray:
+    """:func:`agreement` of each member's ``v`` with its ``u``: ``u`` is (S, ..., L) and ``v``
+    either the same shape -- giving (S,) -- or (S, E, ..., L), one v per evaluation -- giving
+    (S, E)."""
+    u, v = np.asarray(u), np.asarray(v)
+    if v.shape == u.shape:
+        return np.array([agreement(u[s], v[s], k) for s in range(u.shape[0])])
+    if v.ndim == u.ndim + 1 and v.shape[0] == u.shape[0] and v.shape[2:] == u.shape[1:]:
+        return np.array([[agreement(u[s], v[s, e], k) for e in range(v.shape[1])]
+                         for s in range(u.shape[0])])
+    raise ValueError(f"v must have u's shape {u.shape} or (S, E) + u.shape[1:]; got {v.shape}")
+
+
 def agreement_baseline(v, k: float = 0.05) -> float:
     """The random baseline Â of :func:`agreement`, computed exactly (not simulated).
 
@@ -409,3 +454,16 @@ def kendall_tau(u, v, reduce: bool = True):
     if not reduce:
         return tau.reshape(np.shape(u)[:-1])
     return float(np.nanmean(tau)) if np.isfinite(tau).any() else float("nan")
+
+
+def leave_one_out(model, x: Tensor) -> Tensor:
+    """Leave-one-out influence (the slides' Δ_l = y − y_{−l}): the classifier's logit on x minus
+    its logit with token l deleted, for every position: (S, B, L)."""
+    if not isinstance(x, Tensor) or x.dim() != 3:
+        raise ValueError(f"x must be an (S, B, L) tensor of token ids; got "
+                         f"{getattr(x, 'shape', type(x).__name__)}")
+    S, B, L = x.shape
+    keep = ~torch.eye(L, dtype=torch.bool)
+    dropped = x.unsqueeze(2).expand(S, B, L, L)[:, :, keep].reshape(S, B * L, L - 1)
+    full = model(x)["logit"]                                                # (S, B)
+    return full.unsqueeze(-1) - model(dropped)["logit"].view(S, B, L)

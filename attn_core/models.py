@@ -1,27 +1,20 @@
-"""Model-stacked attention models: S independent models computed as one.
+"""The papers' models, each a stack of S independent members (see :mod:`attn_core.stacked`).
 
-Every model here has a leading *member* dimension ``S``: parameters are stacked
-(``weight.shape == (S, ...)``), each member sees its own data batch (``x.shape == (S, B, ...)``)
-and ``loss(batch)`` returns the S per-member losses. Because Adam and SGD are elementwise, one
-optimiser over the stacked parameters whose objective is ``loss.sum()`` is exactly S independent
-optimisers (the gradient of the sum with respect to member i's parameters is the gradient of
-member i's loss). A model built with ``seeds=[s]`` is the ordinary single model of seed ``s``;
-a model built with ``seeds=[s1, ..., sS]`` holds exactly those S models, parameter for parameter
-(each member's weights are drawn from its own ``torch.Generator(seed)`` in the same order).
-
-With S = 1 the recurrent layers call PyTorch's fused LSTM/GRU kernels (``torch.lstm``,
-``torch.gru``); with S > 1 they run a hand-written cell with one batched matmul per time step.
-Both compute the same function (tests check they agree to float rounding).
-
-Models:
+Each class docstring leads with its equations and source:
 
 - :class:`AttentionClassifier` -- LSTM + single-vector attention binary classifier
-  (Snell et al. blog; SZKS Eq. 5): ``a_l = αᵀh_l``, ``p = softmax(a)``, ``Pr[pos] = σ(Σ_l p_l W h_l)``.
+  (Snell et al. blog; SZKS Eq. 5): ``a_l = αᵀh_l``, ``p = softmax(a)``,
+  ``Pr[pos] = σ(Σ_l p_l W h_l)`` (chapters 1 and 3).
 - :class:`Seq2Seq` -- LSTM/GRU encoder-decoder with Luong (2015) "general" attention
   ``score(s_t, h_l) = s_tᵀ W h_l`` and output ``softmax(W_o tanh(W_c [s_t; c_t]))``, with K heads
-  (SZKS Eq. 16-17; contexts averaged over heads).
+  (SZKS Eq. 16-17; chapters 3-5).
+- :class:`BagOfWordsProxy` -- SZKS §2.3's bag-of-words proxy ``softmax((1/L) Σ_l θ_{x_l})``
+  (chapters 3-4) and :class:`BagOfWordsLogistic` -- its |O| = 2 twin (SZKS A.10).
 - :class:`TopicAttention` -- the Lu, Mao & Nayak (2021) topic model: ``s_w = qᵀκ_w``,
-  ``v̄ = Σ_w ν_w softmax(s)_w`` followed by an FC / TC / TL classifier.
+  ``v̄ = Σ_w ν_w softmax(s)_w`` followed by an FC / TC / TL classifier (chapter 2).
+
+Token ids are range-checked per member before the stacked lookup (an id equal to ``vocab``
+would otherwise read the next member's table).
 """
 
 from __future__ import annotations
@@ -34,221 +27,29 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = [
-    "StackedModule",
-    "StackedLinear",
-    "StackedEmbedding",
-    "StackedRNN",
-    "AttentionClassifier",
-    "Seq2Seq",
-    "HEAD_REDUCTIONS",
-    "TopicAttention",
-    "BagOfWordsProxy",
-    "BagOfWordsLogistic",
-    "stack_members",
-    "member",
-]
+from .checks import (check_bool, check_choice, check_int, check_real, check_seeds,
+                     check_token_ids)
+from .config import SEED_SALTS
+from .stacked import (RNN_CELLS, StackedEmbedding, StackedLinear, StackedModule, StackedRNN,
+                      generators, normal_init, stacked_parameter, uniform_init)
+
+__all__ = ["AttentionClassifier", "Seq2Seq", "TopicAttention", "BagOfWordsProxy",
+           "BagOfWordsLogistic", "ATTENTION_MODES", "HEAD_REDUCTIONS", "CLASSIFIERS",
+           "attention_weights"]
 
 
-# --------------------------------------------------------------------------- validation helpers
-def _check_int(name: str, value, low: int = 1) -> int:
-    if not isinstance(value, (int,)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int >= {low}; got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}; got {value}")
-    return int(value)
+#: ``"learned"``: α = softmax(scores); ``"uniform"``: α frozen at 1/L (SZKS §3.2's β^uf model).
+ATTENTION_MODES = ("learned", "uniform")
+#: How Seq2Seq combines its heads' contexts (see its docstring).
+HEAD_REDUCTIONS = ("mean", "sum")
 
 
-def _check_seeds(seeds) -> list[int]:
-    if isinstance(seeds, (int, bool)) or not isinstance(seeds, Sequence):
-        raise TypeError(f"seeds must be a non-empty sequence of ints; got {type(seeds).__name__}")
-    seeds = list(seeds)
-    if len(seeds) < 1:
-        raise ValueError("seeds must hold at least one seed (S >= 1); got an empty sequence")
-    for s in seeds:
-        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
-            raise ValueError(f"every seed must be an int >= 0; got {s!r}")
-    return seeds
-
-
-def _generators(seeds: Sequence[int]) -> list[torch.Generator]:
-    return [torch.Generator().manual_seed(int(s)) for s in seeds]
-
-
-def _stack(gens, shape, init) -> nn.Parameter:
-    """Draw one tensor of ``shape`` per generator with ``init(tensor, gen)``; stack on dim 0."""
-    out = []
-    for g in gens:
-        t = torch.empty(shape)
-        init(t, g)
-        out.append(t)
-    return nn.Parameter(torch.stack(out))
-
-
-def _uniform(bound: float):
-    return lambda t, g: t.uniform_(-bound, bound, generator=g)
-
-
-def _normal(std: float):
-    return lambda t, g: t.normal_(0.0, std, generator=g)
-
-
-# --------------------------------------------------------------------------- building blocks
-class StackedModule(nn.Module):
-    """Base class: a module holding ``n_members`` independent copies of its parameters."""
-
-    n_members: int
-
-    def loss(self, batch: dict[str, Tensor]) -> Tensor:  # pragma: no cover - interface
-        """Per-member training loss, shape ``(S,)``."""
-        raise NotImplementedError
-
-    @torch.no_grad()
-    def evaluate(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:  # pragma: no cover
-        """Per-member evaluation metrics, each of shape ``(S,)``."""
-        raise NotImplementedError
-
-    def _check_batch(self, batch: dict[str, Tensor], keys: Sequence[str]) -> None:
-        if not isinstance(batch, dict):
-            raise TypeError(f"batch must be a dict of tensors; got {type(batch).__name__}")
-        for k in keys:
-            if k not in batch:
-                raise ValueError(f"batch is missing {k!r}; it has {sorted(batch)}")
-            if batch[k].shape[0] != self.n_members:
-                raise ValueError(
-                    f"batch[{k!r}] has leading dimension {batch[k].shape[0]} but the model has "
-                    f"{self.n_members} members; give one data batch per member"
-                )
-
-
-class StackedLinear(nn.Module):
-    """``y = x Wᵀ + b`` for S stacked linear maps; x: (S, ..., in) -> (S, ..., out).
-
-    Initialised like ``nn.Linear``: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
-    """
-
-    def __init__(self, gens, d_in: int, d_out: int, bias: bool = True):
-        super().__init__()
-        bound = 1.0 / math.sqrt(d_in)
-        self.weight = _stack(gens, (d_out, d_in), _uniform(bound))
-        self.bias = _stack(gens, (d_out,), _uniform(bound)) if bias else None
-
-    def forward(self, x: Tensor) -> Tensor:
-        S = x.shape[0]
-        flat = x.reshape(S, -1, x.shape[-1])
-        if self.bias is None:
-            y = torch.bmm(flat, self.weight.transpose(1, 2))
-        else:
-            y = torch.baddbmm(self.bias.unsqueeze(1), flat, self.weight.transpose(1, 2))
-        return y.reshape(*x.shape[:-1], y.shape[-1])
-
-
-class StackedEmbedding(nn.Module):
-    """S stacked embedding tables (S, V, E), initialised N(0, std²) (``nn.Embedding``: std = 1)."""
-
-    def __init__(self, gens, vocab: int, dim: int, std: float = 1.0):
-        super().__init__()
-        self.weight = _stack(gens, (vocab, dim), _normal(std))
-
-    def forward(self, ids: Tensor) -> Tensor:
-        S, V, E = self.weight.shape
-        if ids.shape[0] != S:
-            raise ValueError(f"ids has leading dimension {ids.shape[0]}, expected S={S}")
-        offset = (torch.arange(S, device=ids.device) * V).view(S, *([1] * (ids.dim() - 1)))
-        return F.embedding(ids + offset, self.weight.reshape(S * V, E))
-
-
-class StackedRNN(nn.Module):
-    """A one-layer unidirectional LSTM or GRU for S stacked members, batch first.
-
-    LSTM (gates i, f, g, o as in PyTorch)::
-
-        i, f, g, o = σ(W_ii x + b_ii + W_hi h), σ(...), tanh(...), σ(...)
-        c' = f ⊙ c + i ⊙ g,   h' = o ⊙ tanh(c')
-
-    GRU (gates r, z, n)::
-
-        r, z = σ(W_ir x + b_ir + W_hr h + b_hr), σ(...)
-        n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),   h' = (1 - z) ⊙ n + z ⊙ h
-
-    Weights are initialised like ``nn.LSTM`` / ``nn.GRU``: U(-1/sqrt(H), 1/sqrt(H)).
-    """
-
-    def __init__(self, gens, d_in: int, hidden: int, cell: str = "lstm"):
-        super().__init__()
-        if cell not in ("lstm", "gru"):
-            raise ValueError(f"cell must be 'lstm' or 'gru'; got {cell!r}")
-        self.cell, self.hidden = cell, hidden
-        n_gates = 4 if cell == "lstm" else 3
-        bound = 1.0 / math.sqrt(hidden)
-        self.w_ih = _stack(gens, (n_gates * hidden, d_in), _uniform(bound))
-        self.w_hh = _stack(gens, (n_gates * hidden, hidden), _uniform(bound))
-        self.b_ih = _stack(gens, (n_gates * hidden,), _uniform(bound))
-        self.b_hh = _stack(gens, (n_gates * hidden,), _uniform(bound))
-
-    def forward(self, x: Tensor, state=None):
-        """x: (S, B, T, d_in) -> outputs (S, B, T, H) and the final state.
-
-        The state is ``(h, c)`` for an LSTM and ``h`` for a GRU, each of shape (S, B, H).
-        """
-        S, B, T, _ = x.shape
-        H = self.hidden
-        if state is None:
-            h0 = x.new_zeros(S, B, H)
-            state = (h0, h0.clone()) if self.cell == "lstm" else h0
-        if S == 1:
-            return self._fused(x, state)
-        return self._batched(x, state)
-
-    def _fused(self, x: Tensor, state):
-        params = [self.w_ih[0], self.w_hh[0], self.b_ih[0], self.b_hh[0]]
-        if self.cell == "lstm":
-            h0, c0 = state
-            out, h, c = torch.lstm(x[0], (h0, c0), params, True, 1, 0.0, self.training, False, True)
-            return out.unsqueeze(0), (h, c)
-        out, h = torch.gru(x[0], state, params, True, 1, 0.0, self.training, False, True)
-        return out.unsqueeze(0), h
-
-    def _batched(self, x: Tensor, state):
-        S, B, T, _ = x.shape
-        H = self.hidden
-        # Input projections for all time steps at once: (S, B*T, G) -> per-step views.
-        xg = torch.baddbmm(
-            self.b_ih.unsqueeze(1), x.reshape(S, B * T, -1), self.w_ih.transpose(1, 2)
-        ).reshape(S, B, T, -1)
-        w_hh_t = self.w_hh.transpose(1, 2)
-        b_hh = self.b_hh.unsqueeze(1)
-        outs = []
-        if self.cell == "lstm":
-            h, c = state
-            for x_t in xg.unbind(2):  # unbind, not x[t]: cheaper backward
-                gates = x_t + torch.baddbmm(b_hh, h, w_hh_t)
-                i, f, g, o = gates.chunk(4, dim=-1)
-                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-                h = torch.sigmoid(o) * torch.tanh(c)
-                outs.append(h)
-            return torch.stack(outs, dim=2), (h, c)
-        h = state
-        for x_t in xg.unbind(2):
-            hg = torch.baddbmm(b_hh, h, w_hh_t)
-            xr, xz, xn = x_t.chunk(3, dim=-1)
-            hr, hz, hn = hg.chunk(3, dim=-1)
-            r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
-            n = torch.tanh(xn + r * hn)
-            h = (1 - z) * n + z * h
-            outs.append(h)
-        return torch.stack(outs, dim=2), h
-
-
-def _masked_softmax_uniform(scores: Tensor, mode: str) -> Tensor:
+def attention_weights(scores: Tensor, mode: str) -> Tensor:
+    """Attention over the last axis (source positions): ``softmax(scores)`` when ``mode`` is
+    ``"learned"``, the uniform 1/L (scores ignored) when it is ``"uniform"``."""
     if mode == "uniform":
         return torch.full_like(scores, 1.0 / scores.shape[-1])
     return torch.softmax(scores, dim=-1)
-
-
-_ATTENTION_MODES = ("learned", "uniform")
-#: How Seq2Seq combines its heads' contexts (see its docstring).
-HEAD_REDUCTIONS = ("mean", "sum")
 
 
 # --------------------------------------------------------------------------- chapter 1
@@ -268,20 +69,19 @@ class AttentionClassifier(StackedModule):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 32, attention: str = "learned",
                  seeds: Sequence[int] = (0,)):
         super().__init__()
-        self.vocab = _check_int("vocab", vocab, 2)
-        self.embed = _check_int("embed", embed)
-        self.hidden = _check_int("hidden", hidden)
-        if attention not in _ATTENTION_MODES:
-            raise ValueError(f"attention must be one of {_ATTENTION_MODES}; got {attention!r}")
+        self.vocab = check_int("vocab", vocab, 2)
+        self.embed = check_int("embed", embed)
+        self.hidden = check_int("hidden", hidden)
+        check_choice("attention", attention, ATTENTION_MODES)
         self.attention = attention
-        self.seeds = _check_seeds(seeds)
+        self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
-        gens = _generators(self.seeds)
+        gens = generators(self.seeds)
         self.emb = StackedEmbedding(gens, vocab, embed)
         self.rnn = StackedRNN(gens, embed, hidden, "lstm")
         bound = 1.0 / math.sqrt(hidden)
-        self.alpha = _stack(gens, (hidden,), _uniform(bound))
-        self.w = _stack(gens, (hidden,), _uniform(bound))
+        self.alpha = stacked_parameter(gens, (hidden,), uniform_init(bound))
+        self.w = stacked_parameter(gens, (hidden,), uniform_init(bound))
         if attention == "uniform":
             self.alpha.requires_grad_(False)
 
@@ -289,7 +89,7 @@ class AttentionClassifier(StackedModule):
         """Return ``logit`` (S, B), attention ``p`` (S, B, L), relevance ``beta`` (S, B, L)."""
         h, _ = self.rnn(self.emb(x))  # (S, B, L, H)
         a = torch.einsum("sblh,sh->sbl", h, self.alpha)
-        p = _masked_softmax_uniform(a, self.attention)
+        p = attention_weights(a, self.attention)
         beta = torch.einsum("sblh,sh->sbl", h, self.w)
         return {"logit": (p * beta).sum(-1), "p": p, "beta": beta}
 
@@ -336,22 +136,18 @@ class Seq2Seq(StackedModule):
                  head_seeds: Sequence[int | Sequence[int]] | None = None,
                  head_proj: bool = False, head_reduce: str = "mean"):
         super().__init__()
-        self.vocab = _check_int("vocab", vocab, 2)
-        self.embed = _check_int("embed", embed)
-        self.hidden = _check_int("hidden", hidden)
-        self.heads = _check_int("heads", heads)
-        if cell not in ("lstm", "gru"):
-            raise ValueError(f"cell must be 'lstm' or 'gru'; got {cell!r}")
-        if attention not in _ATTENTION_MODES:
-            raise ValueError(f"attention must be one of {_ATTENTION_MODES}; got {attention!r}")
-        if head_reduce not in HEAD_REDUCTIONS:
-            raise ValueError(f"head_reduce must be one of {HEAD_REDUCTIONS}; got {head_reduce!r}")
-        if not isinstance(head_proj, bool):
-            raise TypeError(f"head_proj must be a bool; got {type(head_proj).__name__}")
+        self.vocab = check_int("vocab", vocab, 2)
+        self.embed = check_int("embed", embed)
+        self.hidden = check_int("hidden", hidden)
+        self.heads = check_int("heads", heads)
+        check_choice("cell", cell, RNN_CELLS)
+        check_choice("attention", attention, ATTENTION_MODES)
+        check_choice("head_reduce", head_reduce, HEAD_REDUCTIONS)
+        check_bool("head_proj", head_proj)
         self.cell, self.attention, self.head_reduce = cell, attention, head_reduce
-        self.seeds = _check_seeds(seeds)
+        self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
-        gens = _generators(self.seeds)
+        gens = generators(self.seeds)
         self.emb = StackedEmbedding(gens, vocab, embed)
         self.encoder = StackedRNN(gens, embed, hidden, cell)
         self.decoder = StackedRNN(gens, embed, hidden, cell)
@@ -364,7 +160,7 @@ class Seq2Seq(StackedModule):
         # score matrix of the one-head model built with head_seeds=[that seed].
         bound = 1.0 / math.sqrt(hidden)
         if head_seeds is None:
-            self.score = _stack(gens, (self.heads, hidden, hidden), _uniform(bound))
+            self.score = stacked_parameter(gens, (self.heads, hidden, hidden), uniform_init(bound))
         else:
             if isinstance(head_seeds, (int, str)) or len(head_seeds) != self.n_members:
                 raise ValueError(f"head_seeds must have one entry per member ({self.n_members}); "
@@ -375,33 +171,36 @@ class Seq2Seq(StackedModule):
                     if len(entry) != self.heads:
                         raise ValueError(f"a head_seeds entry lists {len(entry)} seeds for "
                                          f"{self.heads} heads (heads must match)")
-                    heads = [_stack(_generators(_check_seeds([h])), (1, hidden, hidden),
-                                    _uniform(bound))[0, 0] for h in entry]
+                    heads = [stacked_parameter(generators(check_seeds("head_seeds", [h])), (1, hidden, hidden),
+                                    uniform_init(bound))[0, 0] for h in entry]
                     members.append(torch.stack(heads))
                 else:
-                    members.append(_stack(_generators(_check_seeds([entry])),
-                                          (self.heads, hidden, hidden), _uniform(bound))[0])
+                    members.append(stacked_parameter(generators(check_seeds("head_seeds", [entry])),
+                                          (self.heads, hidden, hidden), uniform_init(bound))[0])
             self.score = nn.Parameter(torch.stack([m.detach() for m in members]))
         if attention == "uniform":
             self.score.requires_grad_(False)
-        # Optional per-head context projections P_k (the authors' multi-head code): drawn after
-        # W_k from the same head generator, so a head (W_k, P_k) is reproducible on its own.
+        # Optional per-head context projections P_k (the authors' multi-head code): P_k is
+        # drawn from its head's seed plus a salt (config.SEED_SALTS), so a head (W_k, P_k) is
+        # reproducible on its own and P_k is independent of W_k.
         self.head_proj = None
         if head_proj:
+            salt = SEED_SALTS["head_projection"]
             self.head_proj = nn.Parameter(torch.stack([
-                torch.stack([_stack(_generators([int(h) + 7919]),
-                                    (hidden, hidden), _uniform(bound))[0]
+                torch.stack([stacked_parameter(generators([int(h) + salt]), (hidden, hidden),
+                                               uniform_init(bound))[0]
                              for h in self._head_seed_list(head_seeds, m)])
                 for m in range(self.n_members)]))
 
     def _head_seed_list(self, head_seeds, m: int) -> list:
-        """The seed of every head of member m (None entries when heads share a generator)."""
+        """The seed of every head of member m (from which its projection P_k is drawn)."""
+        salt = SEED_SALTS["heads_per_member"]
         if head_seeds is None:
-            return [self.seeds[m] * 1000 + k for k in range(self.heads)]
+            return [self.seeds[m] * salt + k for k in range(self.heads)]
         entry = head_seeds[m]
         if isinstance(entry, Sequence):
             return list(entry)
-        return [int(entry)] if self.heads == 1 else [int(entry) * 1000 + k for k in range(self.heads)]
+        return [int(entry)] if self.heads == 1 else [int(entry) * salt + k for k in range(self.heads)]
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L)."""
@@ -412,7 +211,7 @@ class Seq2Seq(StackedModule):
         # s_tᵀ W_k h_l for every head: (S, K, B, T, L)
         sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
         scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
-        alpha = _masked_softmax_uniform(scores, self.attention)
+        alpha = attention_weights(scores, self.attention)
         if self.head_proj is None:  # Σ_k c^k_t
             ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc)
         else:  # Σ_k P_k c^k_t
@@ -441,6 +240,7 @@ class Seq2Seq(StackedModule):
 
     def loss(self, batch):
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
+        check_token_ids("batch['tgt']", batch["tgt"], self.vocab)
         logits = self(batch["src"], batch["tgt_in"])["logits"]
         ce = F.cross_entropy(logits.flatten(0, 2), batch["tgt"].flatten(), reduction="none")
         return ce.view(self.n_members, -1).mean(1)
@@ -448,6 +248,7 @@ class Seq2Seq(StackedModule):
     @torch.no_grad()
     def evaluate(self, batch):
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
+        check_token_ids("batch['tgt']", batch["tgt"], self.vocab)
         out = self(batch["src"], batch["tgt_in"])
         logits, tgt = out["logits"], batch["tgt"]
         ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten(), reduction="none")
@@ -478,18 +279,18 @@ class BagOfWordsProxy(StackedModule):
     def __init__(self, vocab_in: int, vocab_out: int, dim: int | None = None,
                  seeds: Sequence[int] = (0,)):
         super().__init__()
-        self.vocab_in = _check_int("vocab_in", vocab_in)
-        self.vocab_out = _check_int("vocab_out", vocab_out, 2)
-        self.seeds = _check_seeds(seeds)
+        self.vocab_in = check_int("vocab_in", vocab_in)
+        self.vocab_out = check_int("vocab_out", vocab_out, 2)
+        self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
-        self.dim = None if dim is None else _check_int("dim", dim)
+        self.dim = None if dim is None else check_int("dim", dim)
         if dim is None:
             self.theta_full = nn.Parameter(torch.zeros(self.n_members, vocab_in, vocab_out))
         else:
-            gens = _generators(self.seeds)
+            gens = generators(self.seeds)
             std = 1.0 / math.sqrt(dim)
-            self.e = _stack(gens, (vocab_in, dim), _normal(std))
-            self.W = _stack(gens, (vocab_out, dim), _normal(std))
+            self.e = stacked_parameter(gens, (vocab_in, dim), normal_init(std))
+            self.W = stacked_parameter(gens, (vocab_out, dim), normal_init(std))
 
     def theta(self) -> Tensor:
         """θ = W e: (S, |I|, |O|)."""
@@ -500,6 +301,7 @@ class BagOfWordsProxy(StackedModule):
     def forward(self, src: Tensor) -> Tensor:
         """Logits (S, B, |O|) of the one prediction every output position shares."""
         S = self.n_members
+        check_token_ids("src", src, self.vocab_in)
         th = self.theta()
         rows = torch.gather(th, 1, src.reshape(S, -1, 1).expand(-1, -1, self.vocab_out))
         return rows.view(*src.shape, self.vocab_out).mean(2)
@@ -508,6 +310,8 @@ class BagOfWordsProxy(StackedModule):
     def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
         """β^px_{t,l} = softmax(θ_{x_l})_{y_t}: (S, B, T, L)."""
         S, B, L = src.shape
+        check_token_ids("src", src, self.vocab_in)
+        check_token_ids("tgt", tgt, self.vocab_out)
         logp = torch.log_softmax(self.theta(), dim=-1)  # (S, I, O)
         rows = torch.gather(logp, 1, src.reshape(S, -1, 1).expand(-1, -1, self.vocab_out))
         rows = rows.view(S, B, L, self.vocab_out)  # log softmax(θ_{x_l})
@@ -516,6 +320,7 @@ class BagOfWordsProxy(StackedModule):
         return rows.gather(-1, idx).transpose(2, 3).exp()  # (S, B, T, L)
 
     def _ce(self, batch):
+        check_token_ids("batch['tgt']", batch["tgt"], self.vocab_out)
         logits = self(batch["src"])  # (S, B, O)
         T = batch["tgt"].shape[2]
         lp = torch.log_softmax(logits, -1).unsqueeze(2).expand(-1, -1, T, -1)
@@ -532,14 +337,14 @@ class BagOfWordsProxy(StackedModule):
 
 
 # --------------------------------------------------------------------------- chapter 2
-_CLASSIFIERS = ("FC", "TC", "TL")
+CLASSIFIERS = ("FC", "TC", "TL")
 
 
 class _BagStructure:
     """The sparsity pattern of "sentence n holds word x[n, l]" for a flat batch of bags, in both
     orientations (CSR rows = sentences, and CSR rows = words), computed once per distinct batch."""
 
-    def __init__(self, flat_x: Tensor, n_rows: int, n_bags: int):
+    def __init__(self, flat_x: Tensor, n_rows: int):
         n, L = flat_x.shape
         dev = flat_x.device
         self.shape = (n, L)
@@ -624,19 +429,13 @@ class TopicAttention(StackedModule):
                  seeds: Sequence[int] = (0,), tl_hidden: int = 10, query_var: float | None = None,
                  train_query: bool = False, fast_pool: bool = True):
         super().__init__()
-        self.vocab = _check_int("vocab", vocab, 2)
-        self.n_topics = _check_int("n_topics", n_topics, 2)
-        self.dim = _check_int("dim", dim, self.n_topics)
-        if classifier not in _CLASSIFIERS:
-            raise ValueError(f"classifier must be one of {_CLASSIFIERS}; got {classifier!r}")
-        for name, val in (("embed_var", embed_var), ("query_norm", query_norm)):
-            if isinstance(val, bool) or not isinstance(val, (int, float)):
-                raise TypeError(f"{name} must be a number > 0; got {type(val).__name__}")
-        if not (math.isfinite(embed_var) and embed_var > 0):
-            raise ValueError(f"embed_var (σ²/d) must be a finite number > 0; got {embed_var}")
-        if not (math.isfinite(query_norm) and query_norm > 0):
-            raise ValueError(f"query_norm must be a finite number > 0; got {query_norm}")
-        n_seeds = len(_check_seeds(seeds))
+        self.vocab = check_int("vocab", vocab, 2)
+        self.n_topics = check_int("n_topics", n_topics, 2)
+        self.dim = check_int("dim", dim, self.n_topics)
+        check_choice("classifier", classifier, CLASSIFIERS)
+        check_real("embed_var (σ²/d)", embed_var, 0.0, low_open=True)
+        check_real("query_norm", query_norm, 0.0, low_open=True)
+        n_seeds = len(check_seeds("seeds", seeds))
         if query_var is not None:
             qvs = list(query_var) if isinstance(query_var, (list, tuple)) else [query_var] * n_seeds
             if len(qvs) != n_seeds or not all(
@@ -651,11 +450,11 @@ class TopicAttention(StackedModule):
             raise ValueError(f"freeze may hold 'keys' and/or 'embeddings'; got {sorted(bad)}")
         self.classifier = classifier
         self.fast_pool = bool(fast_pool)
-        self.seeds = _check_seeds(seeds)
+        self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
-        gens = _generators(self.seeds)
+        gens = generators(self.seeds)
         d = self.dim
-        self.embedding = _stack(gens, (vocab, d), _normal(math.sqrt(embed_var)))
+        self.embedding = stacked_parameter(gens, (vocab, d), normal_init(math.sqrt(embed_var)))
         self.keys = nn.Parameter(torch.zeros(self.n_members, vocab, d))
         q = torch.stack([torch.randn(d, generator=g) for g in gens])
         if query_var is None:
@@ -674,7 +473,7 @@ class TopicAttention(StackedModule):
             else:
                 self.U = nn.Parameter(u)
         else:
-            self.hidden_layer = StackedLinear(gens, d, _check_int("tl_hidden", tl_hidden))
+            self.hidden_layer = StackedLinear(gens, d, check_int("tl_hidden", tl_hidden))
             self.output_layer = StackedLinear(gens, tl_hidden, self.n_topics)
         if "keys" in freeze:
             self.keys.requires_grad_(False)
@@ -703,7 +502,7 @@ class TopicAttention(StackedModule):
         if cached is not None and cached[1].n_rows == n_rows and cached[0].shape == flat_x.shape \
                 and cached[0].device == flat_x.device and torch.equal(cached[0], flat_x):
             return cached[1]
-        st = _BagStructure(flat_x, n_rows, flat_x.shape[0])
+        st = _BagStructure(flat_x, n_rows)
         self._structure = (flat_x.clone(), st)
         return st
 
@@ -713,6 +512,7 @@ class TopicAttention(StackedModule):
         if x.dim() != 3 or x.shape[0] != S:
             raise ValueError(f"x must have shape (S={S}, N, L); got {tuple(x.shape)}")
         N, L = x.shape[1], x.shape[2]
+        check_token_ids("x", x, V)
         flat = x + (torch.arange(S, device=x.device) * V).view(S, 1, 1)   # rows of (S·V) tables
         s_x = self.scores().reshape(-1)[flat]                              # (S, N, L)
         if mask is not None:
@@ -742,52 +542,6 @@ class TopicAttention(StackedModule):
         return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
 
 
-# --------------------------------------------------------------------------- stacking utilities
-def stack_members(models: Sequence[StackedModule]) -> StackedModule:
-    """Concatenate models of the same architecture along the member dimension.
-
-    Used by the looped execution path to hand back one S-member model, exactly as the batched
-    path does. Returns a deep copy; the inputs are not modified.
-    """
-    import copy
-
-    if len(models) == 0:
-        raise ValueError("models must be a non-empty sequence")
-    out = copy.deepcopy(models[0])
-    with torch.no_grad():
-        for name, tensor in list(out.named_parameters()) + list(out.named_buffers()):
-            parts = [dict(list(m.named_parameters()) + list(m.named_buffers()))[name] for m in models]
-            new = torch.cat([p.detach() for p in parts], dim=0)
-            _set_tensor(out, name, new, isinstance(tensor, nn.Parameter), tensor.requires_grad)
-    out.seeds = [s for m in models for s in m.seeds]
-    out.n_members = len(out.seeds)
-    return out
-
-
-def member(model: StackedModule, i: int) -> StackedModule:
-    """A copy of member ``i`` of a stacked model, as a one-member model."""
-    import copy
-
-    if not 0 <= i < model.n_members:
-        raise ValueError(f"i must be in [0, {model.n_members - 1}]; got {i}")
-    out = copy.deepcopy(model)
-    with torch.no_grad():
-        for name, tensor in list(out.named_parameters()) + list(out.named_buffers()):
-            _set_tensor(out, name, tensor.detach()[i:i + 1].clone(),
-                        isinstance(tensor, nn.Parameter), tensor.requires_grad)
-    out.seeds = [model.seeds[i]]
-    out.n_members = 1
-    return out
-
-
-def _set_tensor(module: nn.Module, dotted: str, value: Tensor, is_param: bool, grad: bool) -> None:
-    *path, leaf = dotted.split(".")
-    for p in path:
-        module = getattr(module, p)
-    if is_param:
-        setattr(module, leaf, nn.Parameter(value, requires_grad=grad))
-    else:
-        module.register_buffer(leaf, value)
 
 
 # --------------------------------------------------------------------------- chapter 3 (SZKS A.10)
@@ -808,20 +562,22 @@ class BagOfWordsLogistic(StackedModule):
 
     def __init__(self, vocab_in: int, seeds: Sequence[int] = (0,)):
         super().__init__()
-        self.vocab_in = _check_int("vocab_in", vocab_in)
-        self.seeds = _check_seeds(seeds)
+        self.vocab_in = check_int("vocab_in", vocab_in)
+        self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
         self.w = nn.Parameter(torch.zeros(self.n_members, vocab_in))
 
     def forward(self, src: Tensor) -> Tensor:
         """The logit wᵀx̄: (S, B)."""
         S = self.n_members
+        check_token_ids("src", src, self.vocab_in)
         return torch.gather(self.w, 1, src.reshape(S, -1)).view(src.shape).mean(-1)
 
     @torch.no_grad()
     def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
         """β^log_l = σ((2y − 1) w_{x_l}): (S, B, 1, L)."""
         S = self.n_members
+        check_token_ids("src", src, self.vocab_in)
         wx = torch.gather(self.w, 1, src.reshape(S, -1)).view(src.shape)
         sign = 2.0 * tgt[..., :1].float() - 1.0                       # (S, B, 1)
         return torch.sigmoid(sign * wx).unsqueeze(2)

@@ -4,6 +4,9 @@
   Learns"; SZKS §2.4): its gradient flow, the flow's closed form, the sigmoid-constrained
   cross-entropy version and plain gradient descent.
 - The score / embedding-norm (SEN) relation of Lu, Mao & Nayak (2021), Corollary 1 / Eq. 10.
+- SZKS §4 and A.2-A.3: the count table, IBM Model 1 (its one-step translation table, EM and
+  lexical probe) and the bag-of-words proxy's velocity at initialisation.
+- SZKS §6 / A.7: the optimal attention for given per-position log-odds.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 __all__ = [
     "gated_loss",
@@ -21,12 +25,12 @@ __all__ = [
     "gated_ce_descent",
     "sen_curve",
     "sen_relative_gap",
-    "theorem1_sides",
     "count_table",
     "ibm1_translation",
     "ibm1_probe",
     "ibm1_em",
     "dictionary_recovery",
+    "proxy_init_velocity",
     "attention_loss",
     "optimal_attention",
 ]
@@ -243,20 +247,6 @@ def sen_relative_gap(score, norm, m: int, min_norm: float = 0.1) -> float:
     return float(np.max(np.abs(v[keep] - curve) / curve))
 
 
-def theorem1_sides(score, norm_sq_centred, m: int):
-    """Both sides of LMN Theorem 1 / Eq. 9 with ⟨1/Z(χ∖t)⟩ = 1/m (non-topic scores 0)::
-
-        left  = s_t + e^{s_t}/m,        right = ½ ‖v_t − ⟨v̄(χ∖t)⟩‖²
-
-    Eq. 9 says the two change by the same amount between any two epochs; with ‖v_t(0)‖ ≈ 0 and
-    s_t(0) = 0 that is Corollary 1. Returns ``(left, right)`` arrays.
-    """
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-        raise ValueError(f"m must be an int >= 1; got {m!r}")
-    s = np.asarray(score, dtype=float)
-    return s + np.exp(s) / m, 0.5 * np.asarray(norm_sq_centred, dtype=float)
-
-
 # --------------------------------------------------------------------------- IBM Model 1 (ch. 3)
 def _corpus_sizes(pairs, n_in, n_out) -> tuple[int, int]:
     """Vocabulary sizes for a checked corpus: the given ones, or the largest ids + 1."""
@@ -425,6 +415,38 @@ def dictionary_recovery(trans, dictionary) -> float:
         raise ValueError(f"trans ({trans.shape}) must have at least one row per dictionary entry "
                          f"({len(d)}), and the dictionary must not be empty")
     return float(np.mean(trans[: len(d)].argmax(1) == d))
+
+
+
+def proxy_init_velocity(sources, targets, n_in: int, n_out: int, dims, seeds=(0, 1, 2)):
+    """SZKS §4.1 / A.2 measured by autograd: the velocity dθ/dτ = d(W e)/dτ of the factorised
+    bag-of-words proxy (:class:`~attn_core.models.BagOfWordsProxy` with ``dim=d``, W and e drawn
+    from N(0, I/d)) at initialisation, under gradient flow on the *summed* loss
+    L = −Σ_m Σ_t log p^m_{y_t} over the whole corpus ::
+
+        dθ_{i,o}/dτ = ė_i · W_o + e_i · Ẇ_o,    ė = −∂L/∂e,  Ẇ = −∂L/∂W
+
+    For every width in ``dims`` and seed in ``seeds`` returns an array (len(dims), len(seeds),
+    n_in, n_out). As d → ∞ it converges in probability to 2 (C − mean_o C) with C the
+    :func:`~attn_core.theory.count_table`.
+    """
+    from .models import BagOfWordsProxy
+
+    src = torch.as_tensor(np.asarray(sources), dtype=torch.long)
+    tgt = torch.as_tensor(np.asarray(targets), dtype=torch.long)
+    if src.dim() != 2 or tgt.dim() != 2 or src.shape[0] != tgt.shape[0] or src.shape[0] == 0:
+        raise ValueError("sources and targets must be non-empty (M, L) and (M, T) arrays that pair up")
+    out = np.empty((len(dims), len(seeds), n_in, n_out))
+    for a, d in enumerate(dims):
+        for b, s in enumerate(seeds):
+            model = BagOfWordsProxy(n_in, n_out, dim=int(d), seeds=[int(s)]).double()
+            logp = torch.log_softmax(model(src.unsqueeze(0)), -1)          # (1, M, O)
+            loss = -logp[0].gather(1, tgt).sum()
+            g_e, g_w = torch.autograd.grad(loss, [model.e, model.W])
+            with torch.no_grad():
+                vel = -(g_e[0] @ model.W[0].T + model.e[0] @ g_w[0].T)
+            out[a, b] = vel.numpy()
+    return out
 
 
 # --------------------------------------------------------------------------- optimal attention (A.1)

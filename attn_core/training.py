@@ -23,7 +23,6 @@ History schema (all numpy):
 - ``probes[name]``: (S, E, ...) -- whatever the probe callables returned
 - ``model``: the trained S-member model (on the CPU), whichever way it was trained
 
-``History.to_frame()`` gives a tidy long table: one row per (member, step, metric).
 """
 
 from __future__ import annotations
@@ -34,12 +33,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from .config import get_device
-from .models import StackedModule, stack_members
+from .config import SEED_SALTS, get_device
+from .stacked import StackedModule, stack_members
 
 __all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
 
@@ -47,6 +45,8 @@ EXECUTIONS = ("auto", "batched", "looped")
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
 _DEFAULT_LR = {"adam": 1e-3, "sgd": 0.1}
 
+#: A probe: ``probe(model, eval_batch) -> {name: tensor (S, ...)}``, recorded at every evaluation
+#: as ``History.probes[name]`` (S, E, ...). Names must be unique across a run's probes.
 Probe = Callable[[StackedModule, dict], Mapping[str, torch.Tensor]]
 
 
@@ -64,6 +64,10 @@ class History:
     execution: str = "batched"
     seconds: float = 0.0
     config: dict = field(default_factory=dict)
+    #: True when this History was loaded from the results cache (see :mod:`attn_core.cache`).
+    cached: bool = False
+    #: When a cached History was computed (local time, ``YYYY-mm-dd HH:MM:SS``); None if fresh.
+    saved_at: str | None = None
 
     @property
     def n_members(self) -> int:
@@ -76,22 +80,6 @@ class History:
             raise KeyError(f"{name!r} was not recorded; have {sorted(self.metrics) + sorted(self.probes)}")
         return src[name][:, -1]
 
-    def to_frame(self) -> pd.DataFrame:
-        """Tidy table of the scalar metrics and scalar probes: member, seed, step, metric, value."""
-        rows = []
-        scalars = {**self.metrics, **{k: v for k, v in self.probes.items() if v.ndim == 2}}
-        for name, arr in scalars.items():
-            S, E = arr.shape
-            rows.append(pd.DataFrame({
-                "member": np.repeat(np.arange(S), E),
-                "seed": np.repeat(self.seeds, E),
-                "step": np.tile(self.eval_steps, S),
-                "metric": name,
-                "value": arr.reshape(-1),
-            }))
-        return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
-            columns=["member", "seed", "step", "metric", "value"])
-
 
 def _eval_schedule(steps: int, eval_every: int) -> list[int]:
     sched = list(range(0, steps, eval_every))
@@ -102,7 +90,8 @@ def _eval_schedule(steps: int, eval_every: int) -> list[int]:
 
 def _eval_seed(data_seed: int) -> int:
     """A held-out generator seed derived from a member's data seed."""
-    return (int(data_seed) * 1_000_003 + 99_991) % (2**63 - 1)
+    return ((int(data_seed) * SEED_SALTS["eval_stream_mul"] + SEED_SALTS["eval_stream_add"])
+            % (2**63 - 1))
 
 
 def _stack_batches(batches: Sequence[dict], device) -> dict[str, torch.Tensor]:
@@ -159,7 +148,7 @@ class Trainer:
 
     # ----------------------------------------------------------------------------------- API
     def fit(self, model_fn: Callable[..., StackedModule], task, seeds: Sequence[int],
-            data_seeds: Sequence[int] | None = None, probes: Mapping[str, Probe] | None = None,
+            data_seeds: Sequence[int] | None = None, probes: Sequence[Probe] = (),
             member_kwargs: Mapping[str, Sequence] | None = None) -> History:
         """Train one model per seed and return their :class:`History`.
 
@@ -169,8 +158,9 @@ class Trainer:
             task: a data task with ``sample(generator, batch_size)`` (see :mod:`attn_core.data`).
             seeds: one model seed per member (S >= 1).
             data_seeds: one data seed per member (default: the model seeds).
-            probes: ``{name: fn(model, eval_batch) -> {key: tensor (S, ...)}}`` recorded at every
-                evaluation as ``probes["name.key"]`` (or ``probes["key"]`` if name is "").
+            probes: callables ``fn(model, eval_batch) -> {name: tensor (S, ...)}``, each name
+                recorded at every evaluation as ``History.probes[name]`` (S, E, ...); two probes
+                returning the same name is an error.
             member_kwargs: per-member keyword arguments for ``model_fn``, each a list with one
                 entry per seed (e.g. ``{"head_seeds": [...]}``); sliced like the seeds.
         """
@@ -183,7 +173,13 @@ class Trainer:
             raise TypeError("model_fn must be callable: model_fn(seeds=[...]) -> StackedModule")
         if not hasattr(task, "sample"):
             raise TypeError(f"task must have a sample(generator, batch_size) method; got {task!r}")
-        probes = dict(probes or {})
+        if isinstance(probes, Mapping) or not isinstance(probes, (list, tuple)):
+            raise TypeError(f"probes must be a list or tuple of callables probe(model, batch) -> "
+                            f"{{name: tensor}}; got {type(probes).__name__}")
+        for i, fn in enumerate(probes):
+            if not callable(fn):
+                raise TypeError(f"probes[{i}] must be callable; got {type(fn).__name__}")
+        probes = list(probes)
         member_kwargs = dict(member_kwargs or {})
         for k, v in member_kwargs.items():
             if len(v) != len(seeds):
@@ -251,10 +247,14 @@ class Trainer:
             with torch.no_grad():
                 for k, v in model.evaluate(eval_batch).items():
                     metric_log.setdefault(k, []).append(v.detach().float().cpu())
-                for pname, fn in probes.items():
+                seen: set[str] = set()
+                for fn in probes:
                     for k, v in fn(model, eval_batch).items():
-                        key = f"{pname}.{k}" if pname else k
-                        probe_log.setdefault(key, []).append(torch.as_tensor(v).detach().float().cpu())
+                        if k in seen:
+                            raise ValueError(f"two probes returned the name {k!r}; probe names "
+                                             f"must be unique within a run")
+                        seen.add(k)
+                        probe_log.setdefault(k, []).append(torch.as_tensor(v).detach().float().cpu())
             model.train()
 
         model.train()
@@ -334,7 +334,7 @@ def _time_steps(model, task, device, batch_size, n_steps, give_up_after=math.inf
     (with that step's time) once a step takes longer than ``give_up_after`` seconds."""
     model = model.to(device)
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-    g = torch.Generator().manual_seed(12345)
+    g = torch.Generator().manual_seed(SEED_SALTS["calibration"])
     batch = _stack_batches([task.sample(g, batch_size) for _ in range(model.n_members)], device)
     best = math.inf
     for i in range(n_steps + 1):  # the first step warms up: counted only to give up early
@@ -351,7 +351,7 @@ def _time_steps(model, task, device, batch_size, n_steps, give_up_after=math.inf
     return best
 
 
-def train(model_fn, task, seeds: Sequence[int], steps: int, data_seeds=None, probes=None,
+def train(model_fn, task, seeds: Sequence[int], steps: int, data_seeds=None, probes=(),
           member_kwargs=None, **trainer_kwargs) -> History:
     """Train S seeds in one call: ``Trainer(steps, **trainer_kwargs).fit(model_fn, task, seeds, ...)``."""
     return Trainer(steps=steps, **trainer_kwargs).fit(model_fn, task, seeds, data_seeds, probes,

@@ -1,71 +1,386 @@
-"""The results cache: round trip without pickle, keys follow the config, atomic writes, off switch."""
+"""The results cache: exact round trip without pickle, one atomic file per entry, broken entries
+detected and recomputed, computed results never lost, names confined to the cache folder, keys
+that follow the config, the mode and the whole package's source."""
 
+import copy
 import functools
 import json
+import os
+import re
+import time
+import warnings
 
 import numpy as np
 import pytest
 
 from attn_core import cache
-from attn_core.data import KeywordTask
-from attn_core.metrics import keyword_probe
-from attn_core.models import AttentionClassifier
-from attn_core.training import train
+from attn_core.training import History
+
+STEPS, EVAL_EVERY = 5, 2
+SCHEDULE = [0, 2, 4, 5]   # range(0, 5, 2) and the last step
+
+
+def _history(seconds=1.25) -> History:
+    """A small History of the schema in training.py, with distinct values in every field."""
+    rng = np.random.default_rng(0)
+    S, E = 2, len(SCHEDULE)
+    return History(
+        seeds=np.array([3, 8]), data_seeds=np.array([5, 7]),
+        train_loss=rng.random((S, STEPS), dtype=np.float32),
+        eval_steps=np.array(SCHEDULE),
+        metrics={"loss": rng.random((S, E), dtype=np.float32),
+                 "accuracy": rng.random((S, E)).astype(np.float64)},
+        probes={"attention": rng.random((S, E, 6), dtype=np.float32),
+                "test.hits": rng.integers(0, 9, (S, E, 2, 3)).astype(np.int32),
+                "correct": rng.random((S, E)) > 0.5},
+        model=None, execution="looped", seconds=seconds,
+        config={"steps": STEPS, "batch_size": 4, "optimizer": "sgd", "lr": 0.1,
+                "eval_every": EVAL_EVERY, "device": "cpu"})
+
+
+def _assert_same_history(a: History, b: History) -> None:
+    """Every field equal, arrays with the same dtype and shape (model and cache flags aside)."""
+    for f in ("seeds", "data_seeds", "train_loss", "eval_steps"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and x.shape == y.shape, f
+        np.testing.assert_array_equal(x, y, err_msg=f)
+    for group in ("metrics", "probes"):
+        x, y = getattr(a, group), getattr(b, group)
+        assert sorted(x) == sorted(y), group
+        for k in x:
+            assert x[k].dtype == y[k].dtype and x[k].shape == y[k].shape, (group, k)
+            np.testing.assert_array_equal(x[k], y[k], err_msg=f"{group}[{k}]")
+    assert (a.execution, a.seconds, a.config) == (b.execution, b.seconds, b.config)
 
 
 def _small_run():
+    """A real (tiny) training run, to check the engine's Histories fit the cache's schema."""
+    from attn_core.data import KeywordTask
+    from attn_core.models import AttentionClassifier
+    from attn_core.training import train
+
     fn = functools.partial(AttentionClassifier, vocab=10, embed=4, hidden=4)
-    return train(fn, KeywordTask(6, 10), [0, 1], steps=4, eval_every=2, batch_size=4,
-                 probes={"": keyword_probe}, progress=False, optimizer="sgd")
+    return train(fn, KeywordTask(6, 10), [0, 1], data_seeds=[5, 7], steps=4, eval_every=3,
+                 batch_size=4, progress=False, optimizer="sgd")
 
 
-def test_roundtrip(tmp_path):
-    h = _small_run()
+class Counter:
+    """A compute function that counts its calls."""
+
+    def __init__(self, make=_history):
+        self.calls, self.make = 0, make
+
+    def __call__(self):
+        self.calls += 1
+        return self.make()
+
+
+def _entries(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+# ------------------------------------------------------------------------------ round trip
+def test_roundtrip_every_field(tmp_path):
+    h = _history()
     cache.save_history(h, tmp_path / "run")
     back = cache.load_history(tmp_path / "run")
-    np.testing.assert_array_equal(back.train_loss, h.train_loss)
-    np.testing.assert_array_equal(back.eval_steps, h.eval_steps)
-    assert set(back.metrics) == set(h.metrics) and set(back.probes) == set(h.probes)
-    for k in h.probes:
-        np.testing.assert_array_equal(back.probes[k], h.probes[k])
-    assert back.model is None and back.cached
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "run.npz"]  # no temp files
+    _assert_same_history(back, h)
+    assert back.model is None and back.cached and back.saved_at
+    assert cache.load_history(tmp_path / "run.npz").config == h.config  # either spelling
+    assert _entries(tmp_path) == ["run.npz"]   # one file: no sidecar, no temp files
 
 
+def test_roundtrip_check_catches_swaps_and_zeros():
+    """The comparison above is strict enough to see a zeroed metric or swapped seeds."""
+    h = _history()
+    zeroed = copy.deepcopy(h)
+    zeroed.metrics["loss"] = np.zeros_like(h.metrics["loss"])
+    swapped = copy.deepcopy(h)
+    swapped.seeds, swapped.data_seeds = h.data_seeds, h.seeds
+    recast = copy.deepcopy(h)
+    recast.probes["attention"] = h.probes["attention"].astype(np.float64)
+    for bad in (zeroed, swapped, recast):
+        with pytest.raises(AssertionError):
+            _assert_same_history(bad, h)
+
+
+def test_real_training_run_roundtrips(tmp_path):
+    h = _small_run()
+    cache.save_history(h, tmp_path / "real")
+    _assert_same_history(cache.load_history(tmp_path / "real"), h)
+
+
+def test_names_with_dots_keep_their_name(tmp_path):
+    cache.save_history(_history(), tmp_path / "sen-m1.5")
+    assert _entries(tmp_path) == ["sen-m1.5.npz"]
+    _assert_same_history(cache.load_history(tmp_path / "sen-m1.5"), _history())
+
+
+# ------------------------------------------------------------------------ one atomic file
+def test_one_file_holds_arrays_and_metadata(tmp_path):
+    h = _history()
+    cache.save_history(h, tmp_path / "run", meta={"name": "run", "note": "x"})
+    with np.load(tmp_path / "run.npz", allow_pickle=False) as z:
+        meta = z["__meta__"]
+        assert meta.shape == () and meta.dtype.kind == "U"
+        info = json.loads(str(meta))
+        names = set(z.files) - {"__meta__"}
+    assert names == {"seeds", "data_seeds", "train_loss", "eval_steps", "metrics/loss",
+                     "metrics/accuracy", "probes/attention", "probes/test.hits", "probes/correct"}
+    assert info["arrays"]["probes/attention"] == {"shape": [2, 4, 6], "dtype": "<f4"}
+    assert info["config"] == h.config and info["meta"]["note"] == "x"
+    cache.save_history(h, tmp_path / "run")          # overwriting leaves one file
+    assert _entries(tmp_path) == ["run.npz"]
+
+
+def test_object_arrays_are_refused(tmp_path):
+    h = _history()
+    h.probes["words"] = np.full((2, 4), "a", dtype=object)
+    with pytest.raises(TypeError, match=r"'probes/words' has dtype object"):
+        cache.save_history(h, tmp_path / "run")
+    assert _entries(tmp_path) == []
+
+
+def test_save_refuses_a_history_breaking_its_schema(tmp_path):
+    h = _history()
+    h.metrics["loss"] = h.metrics["loss"][:, :3]
+    with pytest.raises(ValueError, match=r"metric 'loss' must have shape \(S, E\) = \(2, 4\)"):
+        cache.save_history(h, tmp_path / "run")
+    assert _entries(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- broken entries
+def _rewrite(path, change):
+    """Load an entry's arrays and metadata, let ``change(arrays, info)`` edit them, save again."""
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    info = json.loads(str(arrays.pop("__meta__")))
+    change(arrays, info)
+    with open(path, "wb") as f:
+        np.savez(f, __meta__=np.array(json.dumps(info)), **arrays)
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _set(key, value, record=False):
+    def change(arrays, info):
+        arrays[key] = value(arrays[key])
+        if record:   # keep the recorded schema in step, so only the consistency checks can tell
+            info["arrays"][key] = {"shape": list(arrays[key].shape),
+                                   "dtype": arrays[key].dtype.str}
+    return change
+
+
+def _object_array(arrays, info):
+    arrays["probes/attention"] = np.array([[None] * 4] * 2, dtype=object)
+    info["arrays"]["probes/attention"] = {"shape": [2, 4], "dtype": "|O"}
+
+
+CORRUPTIONS = {
+    "truncated": _truncate,
+    "empty": lambda p: p.write_bytes(b""),
+    "not an npz": lambda p: p.write_text("hello"),
+    "bad metadata JSON": lambda p: _rewrite_meta(p, "{not json"),
+    "metadata not an object": lambda p: _rewrite_meta(p, "[1, 2]"),
+    "no metadata": lambda p: _rewrite_raw(p, lambda a: a.pop("__meta__")),
+    "missing array": lambda p: _rewrite(p, lambda a, i: a.pop("metrics/loss")),
+    "missing metadata key": lambda p: _rewrite(p, lambda a, i: i.pop("config")),
+    "unrecorded array": lambda p: _rewrite(p, lambda a, i: a.update(extra=np.zeros(2))),
+    "wrong shape": lambda p: _rewrite(p, _set("metrics/loss", lambda v: v[:, :2])),
+    "wrong dtype": lambda p: _rewrite(p, _set("train_loss", lambda v: v.astype(np.float64))),
+    "metric shape (recorded)": lambda p: _rewrite(p, _set("metrics/accuracy",
+                                                          lambda v: v[:, :3], True)),
+    "probe shape (recorded)": lambda p: _rewrite(p, _set("probes/attention",
+                                                         lambda v: v[:1], True)),
+    "seeds shape (recorded)": lambda p: _rewrite(p, _set("seeds", lambda v: v[:1], True)),
+    "int seeds as float (recorded)": lambda p: _rewrite(p, _set("data_seeds",
+                                                                lambda v: v * 1.0, True)),
+    "train_loss steps != config steps": lambda p: _rewrite(
+        p, lambda a, i: i["config"].update(steps=STEPS + 1)),
+    "eval_steps off schedule (recorded)": lambda p: _rewrite(p, _set("eval_steps",
+                                                                     lambda v: v + 1, True)),
+    "object array": lambda p: _rewrite_raw(p, lambda a: _object_array_raw(a)),
+}
+
+
+def _rewrite_meta(path, text):
+    _rewrite_raw(path, lambda a: a.update(__meta__=np.array(text)))
+
+
+def _rewrite_raw(path, change):
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    change(arrays)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)   # allow_pickle is np.savez's default: object arrays get pickled
+
+
+def _object_array_raw(arrays):
+    info = json.loads(str(arrays["__meta__"]))
+    _object_array(arrays, info)
+    arrays["__meta__"] = np.array(json.dumps(info))
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+def test_load_history_rejects_broken_entries(tmp_path, corruption):
+    path = tmp_path / "run.npz"
+    cache.save_history(_history(), path)
+    CORRUPTIONS[corruption](path)
+    with pytest.raises(ValueError, match=re.escape(f"{path} is not a valid attn_core cache entry")):
+        cache.load_history(path)
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+def test_broken_entry_is_moved_aside_and_recomputed(tmp_path, monkeypatch, corruption):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    compute = Counter()
+    cache.cached_history("demo", {"x": 1}, compute, verbose=False)
+    (path,) = tmp_path.glob("demo-*.npz")
+    CORRUPTIONS[corruption](path)
+    broken = path.read_bytes()
+    with pytest.warns(RuntimeWarning, match=re.escape(str(path))):
+        h = cache.cached_history("demo", {"x": 1}, compute, verbose=False)
+    assert compute.calls == 2 and not h.cached
+    _assert_same_history(h, _history())
+    (aside,) = tmp_path.glob(f"{path.name}.corrupt-*")    # moved aside, next to the entry
+    assert aside.read_bytes() == broken
+    _assert_same_history(cache.load_history(path), _history())   # saved again, and sound
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.cached_history("demo", {"x": 1}, compute, verbose=False).cached
+    assert compute.calls == 2
+
+
+def test_entry_saved_under_another_key_is_not_trusted(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    cache.cached_history("demo", {"x": 1}, Counter(), verbose=False)
+    (a,) = tmp_path.glob("demo-*.npz")
+    b = tmp_path / f"demo-{cache.cache_key('demo', {'x': 2})}.npz"
+    a.rename(b)     # the arrays of x=1 under the file name of x=2
+    compute = Counter()
+    with pytest.warns(RuntimeWarning, match=re.escape(str(b))):
+        assert not cache.cached_history("demo", {"x": 2}, compute, verbose=False).cached
+    assert compute.calls == 1
+
+
+# ------------------------------------------------------------------- results are never lost
+def test_unwritable_cache_folder_warns_and_returns_the_result(tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("I am a file")      # fails for root too, unlike a read-only folder
+    monkeypatch.setenv("ATTN_CACHE", str(not_a_folder))
+    compute = Counter()
+    with pytest.warns(RuntimeWarning, match=re.escape(str(not_a_folder)) + ".*ATTN_CACHE=off"):
+        h = cache.cached_history("demo", {}, compute, verbose=False)
+    assert compute.calls == 1 and not h.cached
+    _assert_same_history(h, _history())
+    assert not_a_folder.read_text() == "I am a file"
+
+
+def test_disk_error_on_save_warns_and_returns_the_result(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", disk_full)
+    with pytest.warns(RuntimeWarning, match=re.escape(str(tmp_path)) + ".*ATTN_CACHE=off"):
+        h = cache.cached_history("demo", {}, Counter(), verbose=False)
+    _assert_same_history(h, _history())
+    assert _entries(tmp_path) == []   # the temp file is gone too
+
+
+def test_bad_attn_cache_fails_before_computing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    compute = Counter()
+    for value in ("None", " ", "null"):
+        monkeypatch.setenv("ATTN_CACHE", value)
+        with pytest.raises(ValueError, match="ATTN_CACHE must be 'off'"):
+            cache.cached_history("demo", {}, compute, verbose=False)
+    assert compute.calls == 0 and _entries(tmp_path) == []   # no stray folder named None
+
+
+# ------------------------------------------------------------------------- the cache proper
 def test_cached_history_computes_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
-    calls = []
-
-    def compute():
-        calls.append(1)
-        return _small_run()
-
+    compute = Counter()
     a = cache.cached_history("demo", {"steps": 4}, compute)
     b = cache.cached_history("demo", {"steps": 4}, compute)
     c = cache.cached_history("demo", {"steps": 5}, compute)   # another config: computed again
-    assert len(calls) == 2
-    np.testing.assert_array_equal(a.train_loss, b.train_loss)
+    assert compute.calls == 2
+    _assert_same_history(a, b)
     assert not a.cached and b.cached and not c.cached
     out = capsys.readouterr().out
     assert "computed now" in out and "loaded the result computed at" in out
-    meta = json.loads(next(tmp_path.glob("demo-*.json")).read_text())
-    assert meta["experiment_config"] in ({"steps": 4}, {"steps": 5})
+    entries = sorted(tmp_path.glob("demo-*"))
+    assert len(entries) == 2 and all(p.suffix == ".npz" for p in entries)
+    with np.load(entries[0], allow_pickle=False) as z:
+        meta = json.loads(str(z["__meta__"]))["meta"]
+    assert meta["name"] == "demo" and meta["experiment_config"] in ({"steps": 4}, {"steps": 5})
 
 
 def test_cache_off(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ATTN_CACHE", "off")
     assert cache.cache_dir() is None
-    calls = []
+    compute = Counter()
     for _ in range(2):
-        cache.cached_history("demo", {}, lambda: calls.append(1) or _small_run(), verbose=False)
-    assert len(calls) == 2
+        cache.cached_history("demo", {}, compute, verbose=False)
+    assert compute.calls == 2 and _entries(tmp_path) == []
 
 
-def test_key_depends_on_config_and_name():
+def test_stale_temp_files_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    stale, fresh = tmp_path / "demo-abc.npz.x1y2.tmp", tmp_path / "demo-abc.npz.z3w4.tmp"
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"being written")
+    old = time.time() - 2 * 3600
+    os.utime(stale, (old, old))
+    cache.cached_history("demo", {}, Counter(), verbose=False)
+    assert not stale.exists() and fresh.exists()
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", "/abs", "..", ".hidden", "", "a b", "-x",
+                                  "x\0y", "é", "x" * 201])
+def test_names_are_confined_to_the_cache_folder(tmp_path, monkeypatch, name):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path / "cache"))
+    compute = Counter()
+    with pytest.raises(ValueError, match=r"^name must be 1-200 characters from \[A-Za-z0-9._-\]"):
+        cache.cached_history(name, {}, compute, verbose=False)
+    with pytest.raises(ValueError, match=r"^name must be"):
+        cache.cache_key(name, {})
+    assert compute.calls == 0 and _entries(tmp_path) == []
+
+
+def test_key_depends_on_config_name_and_mode(monkeypatch):
+    monkeypatch.setenv("ATTN_MODE", "fast")
     k = cache.cache_key("a", {"x": 1})
     assert k == cache.cache_key("a", {"x": 1})
     assert k != cache.cache_key("a", {"x": 2}) and k != cache.cache_key("b", {"x": 1})
-    with pytest.raises(ValueError, match="name"):
-        cache.cache_key("", {})
-    with pytest.raises(TypeError, match="config"):
+    monkeypatch.setenv("ATTN_MODE", "full")
+    assert k != cache.cache_key("a", {"x": 1})
+    with pytest.raises(TypeError, match="config must be a dict"):
         cache.cache_key("a", [1])
+    with pytest.raises(TypeError, match="name must be a string"):
+        cache.cache_key(3, {})
+
+
+def test_key_covers_every_source_file_of_the_package(tmp_path, monkeypatch):
+    pkg = tmp_path / "attn_core"
+    (pkg / "chapters").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "chapters" / "__init__.py").write_text("")
+    monkeypatch.setattr(cache, "_PACKAGE", pkg)
+    keys = [cache.cache_key("a", {})]
+    (pkg / "chapters" / "ch1.py").write_text("X = 1\n")           # a new file in a subpackage
+    keys.append(cache.cache_key("a", {}))
+    (pkg / "chapters" / "ch1.py").write_text("X = 2\n")           # an edit there
+    keys.append(cache.cache_key("a", {}))
+    (pkg / "chapters" / "ch1.py").rename(pkg / "chapters" / "ch2.py")   # a rename
+    keys.append(cache.cache_key("a", {}))
+    (pkg / "notes.txt").write_text("not source")                  # not a .py file: same key
+    keys.append(cache.cache_key("a", {}))
+    assert len(set(keys[:4])) == 4 and keys[4] == keys[3]
+

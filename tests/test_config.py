@@ -1,32 +1,150 @@
-"""The book-wide switches: mode, presets, device, seeds, threads."""
+"""The book-wide switches: mode, presets, device, seeds, threads, and every environment variable."""
 
+import os
 import random
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from attn_core.config import Preset, describe, get_device, get_mode, pick, set_seed, set_threads
+from attn_core import config
+from attn_core.config import (Preset, available_cores, describe, env_cache, env_mode, env_threads,
+                              env_workers, get_device, get_mode, set_seed, set_threads)
+
+BAD_COUNTS = ["abc", "", " ", "2.0", "0", "-1", "1e3", "1_000", "two", "0x2"]
+
+
+@pytest.fixture
+def four_cores(monkeypatch):
+    """Pretend this process may use 4 cores (the warnings depend on the core count)."""
+    monkeypatch.setattr(config, "available_cores", lambda: 4)
 
 
 def test_mode_from_environment(monkeypatch):
     monkeypatch.setenv("ATTN_MODE", "full")
-    assert get_mode() == "full" and pick(1, 2) == 2 and Preset("a", "b").get() == "b"
-    monkeypatch.setenv("ATTN_MODE", "fast")
-    assert get_mode() == "fast" and pick(1, 2) == 1
+    assert get_mode() == "full" and env_mode() == "full" and Preset("a", "b").get() == "b"
+    monkeypatch.setenv("ATTN_MODE", "FAST")
+    assert get_mode() == "fast" and env_mode() == "fast" and Preset(1, 2).get() == 1
+    assert Preset(1, 2).get("full") == 2
     monkeypatch.setenv("ATTN_MODE", "auto")
+    assert env_mode() == "auto"
     assert get_mode() == ("full" if torch.cuda.is_available() else "fast")
+    monkeypatch.delenv("ATTN_MODE")
+    assert env_mode() == "auto"
     assert get_mode("FULL") == "full"
 
 
-def test_unknown_mode_is_rejected(monkeypatch):
-    with pytest.raises(ValueError, match="mode must be one of"):
-        get_mode("turbo")
-    monkeypatch.setenv("ATTN_MODE", "quick")
-    with pytest.raises(ValueError, match="mode"):
+def test_pick_is_gone():
+    assert not hasattr(config, "pick")
+
+
+@pytest.mark.parametrize("value", ["garbage", "", "quick", "fast full"])
+def test_bad_attn_mode_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("ATTN_MODE", value)
+    with pytest.raises(ValueError, match=r"ATTN_MODE must be one of \('fast', 'full', 'auto'\)"):
+        env_mode()
+    with pytest.raises(ValueError, match="ATTN_MODE must be one of"):
         get_mode()
-    with pytest.raises(TypeError, match="mode"):
+    with pytest.raises(ValueError, match="ATTN_MODE must be one of"):
+        Preset(1, 2).get()
+
+
+def test_bad_mode_argument_names_mode(monkeypatch):
+    monkeypatch.setenv("ATTN_MODE", "fast")
+    with pytest.raises(ValueError, match=r"^mode must be one of .*'turbo'"):
+        get_mode("turbo")
+    with pytest.raises(TypeError, match="^mode must be a string"):
         get_mode(3)
+
+
+@pytest.mark.parametrize("value", BAD_COUNTS)
+def test_bad_attn_threads(monkeypatch, value):
+    monkeypatch.setenv("ATTN_THREADS", value)
+    with pytest.raises(ValueError, match=r"ATTN_THREADS must be an int >= 1 \(one torch thread "
+                                         r"per process\); got " + re.escape(repr(value))):
+        env_threads()
+    with pytest.raises(ValueError, match="ATTN_THREADS must be an int >= 1"):
+        set_threads()
+
+
+def test_attn_threads_values(monkeypatch, four_cores):
+    monkeypatch.delenv("ATTN_THREADS", raising=False)
+    assert env_threads() == 1
+    for value, n in (("1", 1), ("4", 4), (" 2 ", 2)):
+        monkeypatch.setenv("ATTN_THREADS", value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # at or below the core count: no warning
+            assert env_threads() == n
+
+
+def test_attn_threads_above_cores_warns(monkeypatch, four_cores):
+    monkeypatch.setenv("ATTN_THREADS", "1000")
+    with pytest.warns(RuntimeWarning, match=r"ATTN_THREADS=1000 is more than the 4 CPU core"):
+        assert env_threads() == 1000   # still used
+
+
+def test_import_fails_naming_attn_threads():
+    env = {**os.environ, "ATTN_THREADS": "abc"}
+    r = subprocess.run([sys.executable, "-c", "import attn_core"], env=env, capture_output=True,
+                       text=True, cwd=Path(config.__file__).parent.parent, timeout=120)
+    assert r.returncode != 0
+    assert "ValueError: ATTN_THREADS must be an int >= 1" in r.stderr and "'abc'" in r.stderr
+
+
+@pytest.mark.parametrize("value", BAD_COUNTS)
+def test_bad_attn_workers(monkeypatch, value):
+    monkeypatch.setenv("ATTN_WORKERS", value)
+    with pytest.raises(ValueError, match=r"ATTN_WORKERS must be an int >= 1 \(worker processes"):
+        env_workers()
+
+
+def test_attn_workers(monkeypatch, four_cores):
+    monkeypatch.delenv("ATTN_WORKERS", raising=False)
+    assert env_workers() == 4          # default: the cores this process may use
+    monkeypatch.setenv("ATTN_WORKERS", "3")
+    assert env_workers() == 3
+    monkeypatch.setenv("ATTN_WORKERS", "9")
+    with pytest.warns(RuntimeWarning, match=r"ATTN_WORKERS=9 is more than the 4 CPU core"):
+        assert env_workers() == 9
+
+
+def test_available_cores():
+    n = available_cores()
+    assert isinstance(n, int) and 1 <= n <= (os.cpu_count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        assert n == len(os.sched_getaffinity(0))
+
+
+def test_attn_cache_default_and_paths(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("ATTN_CACHE", raising=False)
+    assert env_cache() == tmp_path / ".cache" / "attn_core"
+    monkeypatch.setenv("ATTN_CACHE", "")
+    assert env_cache() == tmp_path / ".cache" / "attn_core"
+    monkeypatch.setenv("ATTN_CACHE", "~/results")
+    assert env_cache() == tmp_path / "results"
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path / "x"))
+    assert env_cache() == tmp_path / "x"
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "False", "no", " off "])
+def test_attn_cache_off(monkeypatch, value):
+    monkeypatch.setenv("ATTN_CACHE", value)
+    assert env_cache() is None
+
+
+@pytest.mark.parametrize("value", [" ", "\t", "None", "none", "NULL", "null", " /tmp/x", "dir "])
+def test_attn_cache_refuses_stray_folder_names(monkeypatch, tmp_path, value):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTN_CACHE", value)
+    with pytest.raises(ValueError, match=r"ATTN_CACHE must be 'off' .* or a folder path"):
+        env_cache()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_device():
@@ -42,24 +160,32 @@ def test_set_seed_reproduces_all_generators():
     a = (random.random(), np.random.rand(), torch.rand(1).item())
     set_seed(3)
     assert a == (random.random(), np.random.rand(), torch.rand(1).item())
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(ValueError, match="seed must be >= 0"):
         set_seed(-1)
-    with pytest.raises(TypeError, match="seed"):
+    with pytest.raises(TypeError, match="seed must be an int"):
         set_seed(1.5)
 
 
-def test_threads():
+def test_threads(monkeypatch):
     before = torch.get_num_threads()
     try:
         assert set_threads(1) == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv("ATTN_THREADS", "1")
+        assert set_threads() == 1
+        monkeypatch.delenv("ATTN_THREADS")
+        assert set_threads() == 1
     finally:
         torch.set_num_threads(before)
-    with pytest.raises(ValueError, match="threads"):
+    with pytest.raises(ValueError, match=r"n \(threads\) must be an int >= 1"):
         set_threads(0)
-    with pytest.raises(TypeError, match="threads"):
+    with pytest.raises(TypeError, match=r"n \(threads\) must be an int"):
         set_threads(1.5)
+    with pytest.raises(TypeError, match=r"n \(threads\) must be an int"):
+        set_threads(True)
 
 
-def test_describe_names_mode_and_device():
+def test_describe_names_mode_and_device(monkeypatch):
+    monkeypatch.setenv("ATTN_MODE", "Fast")
     line = describe("fast")
-    assert "mode=fast" in line and "device=" in line and "threads=" in line
+    assert "mode=fast" in line and "ATTN_MODE=fast" in line
+    assert "device=" in line and "threads=" in line

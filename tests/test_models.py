@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from attn_core.models import (AttentionClassifier, Seq2Seq, StackedRNN, TopicAttention, member,
-                              stack_members)
+from attn_core.models import AttentionClassifier, Seq2Seq, TopicAttention
+from attn_core.stacked import StackedRNN, member, stack_members
 
 
 def _copy_into_torch(rnn: StackedRNN, i: int, ref: nn.Module):

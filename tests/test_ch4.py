@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attn_core.data import CopyTask
-from attn_core.experiments import CopyConfig, run_proxy
+from attn_core.chapters.ch4_copy import CopyConfig, run_proxy
 from attn_core.models import BagOfWordsProxy, Seq2Seq
 from attn_core.theory import count_table
 

@@ -9,7 +9,7 @@ import torch
 from attn_core import theory
 from attn_core.data import (TOY_CORPUS, ClassificationAsTranslation, KeywordTask,
                             ParallelCorpusTask, encode_corpus)
-from attn_core.experiments import proxy_init_velocity, run_bow_classifier
+from attn_core.chapters.ch3_ibm1 import run_bow_classifier
 from attn_core.metrics import agreement, agreement_baseline, kendall_tau
 from attn_core.models import BagOfWordsLogistic
 
@@ -234,7 +234,7 @@ def test_init_velocity_approaches_twice_centred_count_table():
     c = task.corpus()
     C = theory.count_table(c["src"], c["tgt"], 6, 6)
     target = 2 * (C - C.mean(1, keepdims=True))
-    vel = proxy_init_velocity(c["src"], c["tgt"], 6, 6, dims=[8, 8192], seeds=[0, 1])
+    vel = theory.proxy_init_velocity(c["src"], c["tgt"], 6, 6, dims=[8, 8192], seeds=[0, 1])
     err = np.linalg.norm(vel - target, axis=(2, 3)) / np.linalg.norm(target)
     assert err[1].max() < 0.1 and err[1].max() < err[0].min()
 

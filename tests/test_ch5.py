@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.experiments import CopyConfig, RescueConfig, head_combinations, run_heads
+from attn_core.chapters.ch4_copy import CopyConfig
+from attn_core.chapters.ch5_multihead import HeadsRun, RescueConfig, head_combinations
 from attn_core.metrics import classify_heads, verdict_repeat
 from attn_core.models import Seq2Seq
 
@@ -62,11 +63,11 @@ def test_head_combinations():
 def test_run_heads_validates_and_trains_members_with_their_heads():
     cfg = CopyConfig(length=5, embed=8, hidden=8, steps=3, batch_size=4, eval_every=3,
                      eval_batch_size=4, seeds=(0,))
-    with pytest.raises(ValueError, match="head_seeds"):
-        run_heads(cfg, 0, [], [], cache=False, progress=False)
-    with pytest.raises(ValueError, match="data_seeds"):
-        run_heads(cfg, 0, [1, 2], [0], cache=False, progress=False)
-    h = run_heads(cfg, 0, [1, 2], [0, 0], cache=False, progress=False)
+    with pytest.raises(ValueError, match="HeadsRun.head_seeds must not be empty"):
+        HeadsRun(copy=cfg, head_seeds=(), data_seeds=())
+    with pytest.raises(ValueError, match="HeadsRun.data_seeds must have one entry per"):
+        HeadsRun(copy=cfg, head_seeds=(1, 2), data_seeds=(0,))
+    h = HeadsRun(copy=cfg, head_seeds=(1, 2), data_seeds=(0, 0)).run(cache=False, progress=False)
     assert h.probes["head_attn_acc"].shape == (2, 2, 1)              # (members, evals, K)
     assert h.probes["head_maps"].shape == (2, 2, 1, 5, 5)
     assert not np.allclose(h.train_loss[0], h.train_loss[1])          # different heads, same data
@@ -135,14 +136,14 @@ def test_verdict_repeat_bad_arguments(kwargs, match):
 
 @pytest.mark.parametrize("kwargs, err, match", [
     (dict(good=0.5, bad=0.6), ValueError, "bad < good"),
-    (dict(good=1.0), ValueError, "bad < good"),
+    (dict(good=1.0), ValueError, r"RescueConfig.good must be in \(0.0, 1.0\)"),
     (dict(k_combo=0), ValueError, "k_combo"),
     (dict(k_combo=3), ValueError, "include k_combo"),
     (dict(ks=()), ValueError, "ks"),
     (dict(n_random=0), ValueError, "n_random"),
     (dict(data_seeds=()), ValueError, "data_seeds"),
     (dict(head_reduce="max"), ValueError, "head_reduce"),
-    (dict(copy="gru"), TypeError, "CopyConfig"),
+    (dict(copy="gru"), TypeError, "RescueConfig.copy must be a CopyConfig"),
 ])
 def test_rescue_config_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
@@ -152,5 +153,5 @@ def test_rescue_config_bad_arguments(kwargs, err, match):
 def test_rescue_config_run_uses_its_head_model():
     cfg = RescueConfig(copy=CopyConfig(length=5, embed=8, hidden=8, steps=2, batch_size=4,
                                        eval_every=2, eval_batch_size=4, cell="gru", heads=2))
-    h = cfg.run(cfg.copy, [[1, 2]], [0], cache=False, progress=False)
+    h = cfg.heads_run([[1, 2]], [0], "test").run(cache=False, progress=False)
     assert h.model.cell == "gru" and h.model.head_proj is not None and h.model.head_reduce == "mean"

@@ -12,9 +12,10 @@ import torch
 from attn_core import theory
 from attn_core.data import (BagTask, PurityTwinTask, TopicTask, read_sst2_tsv, sst2_task,
                             topic_sentences)
-from attn_core.experiments import SENConfig, run_bag_task, run_sen
+from attn_core.chapters.ch2_sen import SENConfig, run_bag_task
 from attn_core.metrics import (attended_words, eq8_rates, sen_probe, t_interval, topic_purity)
-from attn_core.models import TopicAttention, member, stack_members
+from attn_core.models import TopicAttention
+from attn_core.stacked import member, stack_members
 from attn_core.training import train
 
 DATA = Path(__file__).parent / "data"
@@ -143,7 +144,7 @@ def test_sst2_folder_and_training_path(tmp_path):
     (tmp_path / "dev.tsv").write_text(sample)
     task = sst2_task(tmp_path)
     h = run_bag_task(task, classifier="TC", dim=8, lr=1.0, epochs=30, eval_every=10, progress=False)
-    assert h.probes["attended.att_all"].shape == (1, 4, 6)
+    assert h.probes["att_all"].shape == (1, 4, 6)
     assert h.train_loss[0, -1] < h.train_loss[0, 0]
     with pytest.raises(FileNotFoundError):
         sst2_task(tmp_path / "missing")
@@ -291,15 +292,6 @@ def test_sen_relative_gap():
         theory.sen_relative_gap([1.0, 2.0], [1.0], 20)
 
 
-def test_theorem1_sides_match_corollary():
-    s = np.linspace(0, 3, 10)
-    v = theory.sen_curve(s, 8)
-    left, right = theory.theorem1_sides(s, v ** 2, 8)
-    np.testing.assert_allclose(left - left[0], right - right[0], atol=1e-12)
-    with pytest.raises(ValueError, match="m"):
-        theory.theorem1_sides(s, v, 0)
-
-
 # ------------------------------------------------------------------------------- metrics
 def test_topic_purity_by_hand_and_errors():
     x = torch.tensor([[0, 1], [0, 2], [0, 0], [3, 1]])
@@ -359,14 +351,14 @@ def test_t_interval():
 def test_short_run_moves_topic_words_along_the_sen_curve():
     cfg = SENConfig(n_nontopic=500, n_train=200, n_test=50, lr=1.0, epochs=400, eval_every=20,
                     seeds=(0,), classifier="FC", all_words=True)
-    h = run_sen(cfg, progress=False, cache=False)
+    h = cfg.run(progress=False, cache=False)
     sc, nm = h.probes["score"][0], h.probes["norm"][0]
     assert np.all(sc[-1] > sc[0] + 0.5)                             # topic scores rose
     assert h.probes["nontopic_max_abs_score"][0, -1] < 0.1 * sc[-1].mean()
     assert max(theory.sen_relative_gap(sc[:, j], nm[:, j], cfg.m) for j in range(8)) < 0.1
     # softmax is shift-invariant and keys start at 0: the sum of all scores stays 0
-    assert np.abs(h.probes["all.score"][0].sum(-1)).max() < 1e-3 * sc[-1].max()
-    assert h.probes["test.accuracy"][0, -1] > 0.9
+    assert np.abs(h.probes["all_score"][0].sum(-1)).max() < 1e-3 * sc[-1].max()
+    assert h.probes["test_accuracy"][0, -1] > 0.9
 
 
 def test_engine_trains_topic_attention_identically_batched_and_looped():

@@ -1,0 +1,137 @@
+"""Chapter 4 -- the permutation-copy failure (SZKS §3.3, §6.2, Fig. 2 left and middle).
+
+An LSTM seq2seq with Luong attention learns to copy inputs drawn as permutations far less
+often than inputs drawn as distinct items from a larger vocabulary (the control). This module
+holds the chapter's config (:class:`CopyConfig`), its probe, the control distribution, the
+success criterion and the count table scaled as the chapter shows it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from ..checks import check_choice, check_generator, check_int, check_real
+from ..config import Preset
+from ..data import COPY_DISTRIBUTIONS, CopyTask
+from ..metrics import success_rate
+from ..models import ATTENTION_MODES, Seq2Seq
+from ..stacked import RNN_CELLS
+from ..theory import count_table
+from ._experiment import Experiment
+from .ch3_ibm1 import run_proxy
+
+__all__ = ["CopyConfig", "COPY_BASE", "copy_probe", "control", "SUCCESS_LEVEL", "succeeded",
+           "success_rate", "scaled_count_table", "run_proxy"]
+
+#: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
+SUCCESS_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class CopyConfig(Experiment):
+    """Sequence copying with an LSTM seq2seq and Luong attention (SZKS §3.3, the authors' setup:
+    1-layer unidirectional LSTMs, shared embedding, Adam at its default rate, batch 128, 200
+    steps).
+
+    ``distribution``/``vocab`` as in :class:`~attn_core.data.CopyTask`; ``permutation_seed``
+    (if not None) makes the target a fixed permutation π of the input positions (SZKS §6.2),
+    π drawn from that seed. ``cell`` is the encoder/decoder cell, "lstm" or "gru" (the authors'
+    multi-head experiment of §5.2 used GRUs). Probes: :func:`copy_probe`.
+    """
+
+    name = "copy"
+
+    length: int = 20
+    vocab: int | None = None
+    distribution: str = "permutation"
+    permutation_seed: int | None = None
+    embed: int = 64
+    hidden: int = 64
+    heads: int = 1
+    cell: str = "lstm"
+    attention: str = "learned"
+    batch_size: int = 32
+    steps: int = 300
+    lr: float = 1e-3
+    eval_every: int = 10
+    eval_batch_size: int = 64
+    seeds: tuple[int, ...] = tuple(range(10))
+
+    def __post_init__(self):
+        super().__post_init__()
+        cls = type(self).__name__
+        check_choice(f"{cls}.distribution", self.distribution, COPY_DISTRIBUTIONS)
+        check_choice(f"{cls}.cell", self.cell, RNN_CELLS)
+        check_choice(f"{cls}.attention", self.attention, ATTENTION_MODES)
+
+    def task(self) -> CopyTask:
+        perm = None
+        if self.permutation_seed is not None:
+            g = torch.Generator().manual_seed(self.permutation_seed)
+            perm = tuple(torch.randperm(self.length, generator=g).tolist())
+        return CopyTask(self.length, self.vocab, self.distribution, target_permutation=perm)
+
+    def model_fn(self, task):
+        return functools.partial(Seq2Seq, vocab=task.model_vocab, embed=self.embed,
+                                 hidden=self.hidden, heads=self.heads, cell=self.cell,
+                                 attention=self.attention)
+
+    def probes(self, task) -> list:
+        return [copy_probe]
+
+    def train_kwargs(self) -> dict:
+        return dict(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
+                    eval_every=self.eval_every, eval_batch_size=self.eval_batch_size)
+
+    def label(self, task) -> str:
+        return f"copy {self.distribution} V={task.vocab} ({self.attention})"
+
+
+#: The fast and full scales of chapter 4 (SZKS Fig. 2 left: L = 40, V = 40 vs 60, hidden 256,
+#: batch 128, 200 steps, 20 seeds). Fast: L = 20 with 300 steps (measured: at 200 steps the
+#: permutation seeds have not finished climbing).
+COPY_BASE = Preset(
+    fast=CopyConfig(),
+    full=CopyConfig(length=40, embed=256, hidden=256, batch_size=128, steps=200,
+                    eval_batch_size=128, seeds=tuple(range(20))),
+)
+
+
+def copy_probe(model, batch):
+    """The lexical probe's alignment accuracy ``beta_align_acc`` (S,) -- how often
+    argmax_l β_{t,l} is the aligned source position (SZKS §2.2) -- and the head-averaged
+    attention map ``attn_map`` (S, T, L) of the first held-out example."""
+    beta = model.lexical_probe(batch["src"], batch["tgt_in"], batch["tgt"])
+    hit = (beta.argmax(-1) == batch["align"]).float().flatten(1).mean(1)
+    alpha = model(batch["src"][:, :1], batch["tgt_in"][:, :1])["alpha"]
+    return {"beta_align_acc": hit, "attn_map": alpha.mean(1)[:, 0]}
+
+
+def control(config: CopyConfig, ratio: float = 1.5) -> CopyConfig:
+    """The control distribution of SZKS Fig. 2: L distinct items out of V = ratio·L (the
+    paper's "40 of 60" at ratio 1.5), everything else as ``config``."""
+    if not isinstance(config, CopyConfig):
+        raise TypeError(f"config must be a CopyConfig; got {type(config).__name__}")
+    ratio = check_real("ratio", ratio, 1.0)
+    return replace(config, distribution="distinct", vocab=int(ratio * config.length))
+
+
+def succeeded(history, at: int = -1, level: float = SUCCESS_LEVEL) -> np.ndarray:
+    """Which members succeeded: held-out token accuracy at evaluation ``at`` above ``level``
+    (S,) bool."""
+    level = check_real("level", level, 0.0, 1.0)
+    acc = history.metrics["token_acc"]
+    at = check_int("at", at, -acc.shape[1], acc.shape[1] - 1)
+    return acc[:, at] > level
+
+
+def scaled_count_table(task: CopyTask, n: int, generator: torch.Generator) -> np.ndarray:
+    """The count table of ``n`` pairs drawn from ``generator``, scaled as L·C/n: the expected
+    number of (input word, output word) co-occurrences per sentence pair (SZKS §2.3)."""
+    n = check_int("n", n)
+    b = task.sample(check_generator("generator", generator), n)
+    return count_table(b["src"], b["tgt"], task.vocab, task.vocab) * task.length / n

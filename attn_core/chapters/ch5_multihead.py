@@ -1,0 +1,283 @@
+"""Chapter 5 -- the multi-head rescue (SZKS §5.2, Fig. 2 right).
+
+Every model shares one base initialisation (embedding, encoder, decoder, output layer) and
+differs only in its attention heads. A screen trains many one-head models (one candidate head
+each) on a few data streams and labels each head good or bad; K-head models built from those
+heads -- all bad, one good plus bad ones, or K fresh random heads -- then show that a good head
+rescues the others and that the success of K random heads follows 1 − (1 − p̂)^K.
+
+:class:`HeadsRun` is one batch of such models (an :class:`Experiment`);
+:class:`RescueConfig` holds the chapter's protocol and builds every run of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..checks import check_choice, check_int, check_real, check_seeds
+from ..config import Preset
+from ..metrics import classify_heads
+from ..models import HEAD_REDUCTIONS, Seq2Seq
+from ..training import History
+from ._experiment import Experiment
+from .ch4_copy import COPY_BASE, CopyConfig, control
+
+__all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
+           "COMBINATION_KINDS"]
+
+#: The three kinds of K-head combinations of SZKS Fig. 2 right.
+COMBINATION_KINDS = ("all bad", "one good", "random")
+
+
+def head_probe(model, batch):
+    """Each head's attention accuracy ``head_attn_acc`` (S, K) -- how often its own argmax is
+    the aligned position -- and every head's attention map ``head_maps`` (S, K, T, L) of the
+    first held-out example."""
+    alpha = model(batch["src"], batch["tgt_in"])["alpha"]  # (S, K, B, T, L)
+    hit = alpha.argmax(-1) == batch["align"].unsqueeze(1)
+    return {"head_attn_acc": hit.float().flatten(2).mean(2), "head_maps": alpha[:, :, 0]}
+
+
+@dataclass(frozen=True)
+class HeadsRun(Experiment):
+    """One model per entry of ``head_seeds``, all sharing the base initialisation ``base_seed``
+    of everything except the attention heads (SZKS §5.2, the authors' protocol).
+
+    ``head_seeds[i]`` is an int (a one-head model's head seed) or a tuple of ``copy.heads``
+    seeds (head k of a K-head model is exactly the one-head model's head of that seed);
+    ``data_seeds[i]`` seeds member i's data stream. ``head_proj``/``head_reduce`` as in
+    :class:`~attn_core.models.Seq2Seq`. ``tag`` names the run in the cache and progress bar.
+    """
+
+    name = "heads"
+
+    copy: CopyConfig = CopyConfig()
+    base_seed: int = 0
+    head_seeds: tuple = (0,)
+    data_seeds: tuple[int, ...] = (0,)
+    head_proj: bool = False
+    head_reduce: str = "mean"
+    tag: str = "heads"
+
+    def __post_init__(self):
+        super().__post_init__()
+        cls = type(self).__name__
+        check_choice(f"{cls}.head_reduce", self.head_reduce, HEAD_REDUCTIONS)
+        heads = []
+        for i, h in enumerate(self.head_seeds):
+            if isinstance(h, (list, tuple)):
+                heads.append(tuple(check_seeds(f"{cls}.head_seeds[{i}]", list(h))))
+            else:
+                heads.append(check_int(f"{cls}.head_seeds[{i}]", h, 0))
+        if not heads:
+            raise ValueError(f"{cls}.head_seeds must not be empty")
+        object.__setattr__(self, "head_seeds", tuple(heads))
+        if len(self.data_seeds) != len(heads):
+            raise ValueError(f"{cls}.data_seeds must have one entry per head_seeds entry "
+                             f"({len(heads)}); got {len(self.data_seeds)}")
+
+    def task(self):
+        return self.copy.task()
+
+    def model_fn(self, task):
+        c = self.copy
+        return functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c.embed,
+                                 hidden=c.hidden, heads=c.heads, cell=c.cell,
+                                 attention=c.attention, head_proj=self.head_proj,
+                                 head_reduce=self.head_reduce)
+
+    def seeds_and_members(self):
+        heads = [list(h) if isinstance(h, tuple) else h for h in self.head_seeds]
+        return [self.base_seed] * len(heads), list(self.data_seeds), {"head_seeds": heads}
+
+    def probes(self, task) -> list:
+        return [head_probe]
+
+    def train_kwargs(self) -> dict:
+        c = self.copy
+        return dict(steps=c.steps, batch_size=c.batch_size, lr=c.lr, eval_every=c.eval_every,
+                    eval_batch_size=c.eval_batch_size)
+
+    def cache_name(self) -> str:
+        return self.tag
+
+    def label(self, task) -> str:
+        return f"{self.tag} (K={self.copy.heads}, {len(self.head_seeds)} models)"
+
+
+@dataclass(frozen=True)
+class RescueConfig:
+    """Chapter 5: good and bad heads from one base initialisation, and K-head combinations of
+    them (SZKS §5.2, Fig. 2 right). ``copy`` is the one-head task and model; every model shares
+    ``base_seed`` for everything but its heads. ``head_proj``/``head_reduce`` choose the
+    multi-head model (see :class:`~attn_core.models.Seq2Seq`); the defaults are the authors'
+    code: GRUs, a projection per head, contexts averaged.
+
+    Seeds, chosen so that no two experiments of the chapter share a head or a data stream:
+    candidate heads ``candidate_offset + i``; fresh random heads for K-head models from their
+    own block ``random_offset + RANDOM_BLOCK·K + j``; combination runs use data streams
+    ``COMBINATION_DATA + i``, the random-K runs ``RANDOM_DATA + i``.
+    """
+
+    #: Size of each K's block of fresh random head seeds (far more than any run draws).
+    RANDOM_BLOCK = 10_000
+    #: First data stream of the K-head combination runs, and of the random-K runs.
+    COMBINATION_DATA = 100
+    RANDOM_DATA = 200
+
+    copy: CopyConfig = CopyConfig(cell="gru", eval_every=20)
+    base_seed: int = 0
+    head_proj: bool = True
+    head_reduce: str = "mean"
+    n_candidates: int = 16
+    candidate_offset: int = 1000
+    random_offset: int = 5000
+    data_seeds: tuple[int, ...] = (0, 1)
+    good: float = 0.95
+    bad: float = 0.6
+    k_combo: int = 4
+    n_combinations: int = 6
+    ks: tuple[int, ...] = (1, 2, 4, 8)
+    n_random: int = 6
+
+    def __post_init__(self):
+        cls = type(self).__name__
+        if not isinstance(self.copy, CopyConfig):
+            raise TypeError(f"{cls}.copy must be a CopyConfig; got {type(self.copy).__name__}")
+        check_int(f"{cls}.base_seed", self.base_seed, 0)
+        if not isinstance(self.head_proj, bool):
+            raise TypeError(f"{cls}.head_proj must be True or False; got {self.head_proj!r}")
+        check_choice(f"{cls}.head_reduce", self.head_reduce, HEAD_REDUCTIONS)
+        for name in ("n_candidates", "k_combo", "n_combinations", "n_random"):
+            check_int(f"{cls}.{name}", getattr(self, name), 1)
+        for name in ("candidate_offset", "random_offset"):
+            check_int(f"{cls}.{name}", getattr(self, name), 0)
+        check_real(f"{cls}.bad", self.bad, 0.0, 1.0, low_open=True, high_open=True)
+        check_real(f"{cls}.good", self.good, 0.0, 1.0, low_open=True, high_open=True)
+        if not self.bad < self.good:
+            raise ValueError(f"{cls} thresholds must satisfy 0 < bad < good < 1; got "
+                             f"bad={self.bad}, good={self.good}")
+        object.__setattr__(self, "data_seeds", tuple(check_seeds(f"{cls}.data_seeds",
+                                                                 self.data_seeds)))
+        ks = tuple(check_int(f"{cls}.ks[{i}]", k, 1) for i, k in enumerate(self.ks))
+        if not ks or self.k_combo not in ks:
+            raise ValueError(f"{cls}.ks must be head counts >= 1 that include "
+                             f"k_combo={self.k_combo}; got {self.ks}")
+        object.__setattr__(self, "ks", ks)
+
+    def as_dict(self) -> dict:
+        from dataclasses import asdict
+        return asdict(self)
+
+    # ----------------------------------------------------------------------- building runs
+    def heads_run(self, head_seeds, data_seeds, tag: str, copy: CopyConfig | None = None,
+                  head_reduce: str | None = None) -> HeadsRun:
+        """The :class:`HeadsRun` of these heads on this base; the head count is the length of
+        a ``head_seeds`` entry (1 for int entries). ``copy`` defaults to :attr:`copy`."""
+        head_seeds = list(head_seeds)
+        first = head_seeds[0] if head_seeds else 0
+        k = len(first) if isinstance(first, (list, tuple, range)) else 1
+        heads = [tuple(h) if isinstance(h, (list, tuple, range)) else h for h in head_seeds]
+        return HeadsRun(copy=replace(copy or self.copy, heads=k), base_seed=self.base_seed,
+                        head_seeds=tuple(heads), data_seeds=tuple(data_seeds),
+                        head_proj=self.head_proj, head_reduce=head_reduce or self.head_reduce,
+                        tag=tag)
+
+    def candidates(self) -> list[int]:
+        """The candidate heads' seeds."""
+        return [self.candidate_offset + i for i in range(self.n_candidates)]
+
+    def screen(self, **run_kwargs) -> dict[int, History]:
+        """Every candidate head as a one-head model, on every data stream: ``{stream: History}``."""
+        cands = self.candidates()
+        return {d: self.heads_run(cands, [d] * len(cands), "heads-screen").run(**run_kwargs)
+                for d in self.data_seeds}
+
+    def pools(self, labels) -> dict:
+        """Head pools for :func:`head_combinations` from the screen's labels
+        (:func:`~attn_core.metrics.classify_heads`)."""
+        labels = np.asarray(labels)
+        cands = np.array(self.candidates())
+        if labels.shape != cands.shape:
+            raise ValueError(f"labels must have one entry per candidate ({len(cands)}); got "
+                             f"shape {labels.shape}")
+        return {"good": [int(s) for s in cands[labels == "good"]],
+                "bad": [int(s) for s in cands[labels == "bad"]],
+                "random": self.fresh_heads(self.k_combo)}
+
+    def labels(self, final_acc) -> np.ndarray:
+        return classify_heads(final_acc, self.good, self.bad)
+
+    def fresh_heads(self, k: int) -> range:
+        """Unused head seeds for K = k random heads (a block of their own for every k)."""
+        k = check_int("k", k)
+        start = self.random_offset + self.RANDOM_BLOCK * k
+        return range(start, start + self.RANDOM_BLOCK)
+
+    def combination_data(self) -> list[int]:
+        return [self.COMBINATION_DATA + i for i in range(self.n_combinations)]
+
+    def random_data(self) -> list[int]:
+        return [self.RANDOM_DATA + i for i in range(self.n_random)]
+
+    def succeeded(self, history: History) -> np.ndarray:
+        """Which runs succeeded: final token accuracy above :attr:`good` (S,) bool."""
+        return history.metrics["token_acc"][:, -1] > self.good
+
+    def control_copy(self) -> CopyConfig:
+        """The one-head task on the control distribution (chapter 4's :func:`control`)."""
+        return control(self.copy)
+
+
+#: Fast: L = 20 permutations (chapter 4's fast size) with the authors' multi-head model (GRU,
+#: per-head projections, averaged contexts); 16 candidate heads screened on 2 data seeds, K = 4
+#: combinations, random heads up to K = 8. Base seed 0 was chosen because its heads split
+#: (about half good); at other bases nearly all heads are good or nearly all bad. Full: the
+#: authors' scale (L = 40, hidden 256, batch 128, 200 steps, 3 data seeds, K = 8, 50
+#: combinations of each kind); its base seed has not been validated at that scale.
+RESCUE = Preset(
+    fast=RescueConfig(),
+    full=RescueConfig(copy=replace(COPY_BASE.full, cell="gru"), n_candidates=80,
+                      data_seeds=(0, 1, 2), k_combo=8, n_combinations=50, ks=(1, 2, 4, 8),
+                      n_random=50),
+)
+
+
+def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> list[list[int]]:
+    """``n`` head-seed lists of length K (SZKS Fig. 2 right).
+
+    ``kind``: ``"all bad"`` (K distinct heads from ``pools["bad"]``), ``"one good"`` (one from
+    ``pools["good"]`` and K-1 distinct bad ones) or ``"random"`` (K fresh seeds from
+    ``pools["random"]``, an iterable of unused seeds). Distinct subsets are used first; when a
+    pool has fewer distinct subsets than ``n`` they repeat (each run gets its own data seed).
+    """
+    check_choice("kind", kind, COMBINATION_KINDS)
+    K, n, seed = check_int("K", K), check_int("n", n), check_int("seed", seed, 0)
+    if not isinstance(pools, dict):
+        raise TypeError(f"pools must be a dict of head lists; got {type(pools).__name__}")
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        if "random" not in pools:
+            raise ValueError("pools needs a 'random' entry for kind='random'")
+        fresh = list(itertools.islice(pools["random"], n * K))
+        if len(fresh) < n * K:
+            raise ValueError(f"pools['random'] needs {n * K} seeds; got {len(fresh)}")
+        return [fresh[i * K:(i + 1) * K] for i in range(n)]
+    n_bad = K if kind == "all bad" else K - 1
+    bad, good = list(pools.get("bad", [])), list(pools.get("good", []))
+    if len(bad) < n_bad or (kind == "one good" and not good):
+        raise ValueError(f"not enough heads for {kind!r} with K={K}: {len(bad)} bad, "
+                         f"{len(good)} good")
+    subsets = [list(c) for c in itertools.combinations(bad, n_bad)]
+    rng.shuffle(subsets)
+    out = []
+    for i in range(n):
+        heads = list(subsets[i % len(subsets)])
+        if kind == "one good":
+            heads = [good[i % len(good)]] + heads
+        out.append(heads)
+    return out

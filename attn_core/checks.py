@@ -1,0 +1,139 @@
+"""The one copy of the argument validators every public function of :mod:`attn_core` uses.
+
+Each checker takes the argument's *name* (as the caller spells it: ``"length"``,
+``"CopyConfig.steps"``, ``"ATTN_THREADS"``) and its value, and either returns the value in a
+canonical type or raises a :class:`TypeError` (wrong kind) or :class:`ValueError` (right kind,
+out of range) whose message names the argument and the allowed values. Nothing is silently
+clipped, truncated or cast:
+
+- an int is a Python ``int`` or a NumPy integer, never a ``bool`` and never a float (``2.0`` is
+  rejected as well: a float where a count belongs is almost always a mistake upstream);
+- a real number is an int or float (not a bool), and finite unless ``finite=False``;
+- a choice is one of a fixed tuple of strings;
+- a sequence of seeds is a non-empty list/tuple of ints >= 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
+           "check_generator", "check_int_tuple", "check_token_ids"]
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value, low: int | None = 1, high: int | None = None) -> int:
+    """``value`` as an ``int`` in ``[low, high]`` (either bound may be None: unbounded)."""
+    rng = _range_text(low, high)
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int {rng}; got {type(value).__name__} {value!r}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be an int {rng}; got {value}")
+    return value
+
+
+def check_real(name: str, value, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
+    """``value`` as a ``float`` in the interval given by ``low``/``high`` (open ends if asked).
+
+    NaN is always rejected; ±inf unless ``finite=False``.
+    """
+    rng = _range_text(low, high, low_open, high_open)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                       np.floating)):
+        raise TypeError(f"{name} must be a real number {rng}; got {type(value).__name__} "
+                        f"{value!r}")
+    value = float(value)
+    if math.isnan(value) or (finite and math.isinf(value)):
+        raise ValueError(f"{name} must be a finite number {rng}; got {value}")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(f"{name} must be {rng}; got {value}")
+    if high is not None and (value > high or (high_open and value == high)):
+        raise ValueError(f"{name} must be {rng}; got {value}")
+    return value
+
+
+def check_prob(name: str, value, open_interval: bool = True) -> float:
+    """A probability in (0, 1) (or [0, 1] with ``open_interval=False``)."""
+    return check_real(name, value, 0.0, 1.0, low_open=open_interval, high_open=open_interval)
+
+
+def check_bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_choice(name: str, value, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices`` (exact match), else a ValueError listing them."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {tuple(choices)}; got {type(value).__name__} "
+                        f"{value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}")
+    return value
+
+
+def check_seeds(name: str, seeds, allow_empty: bool = False) -> list[int]:
+    """A list/tuple (or 1-D array) of ints >= 0; non-empty unless ``allow_empty``."""
+    if isinstance(seeds, np.ndarray) and seeds.ndim == 1:
+        seeds = seeds.tolist()
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (list, tuple, range)):
+        raise TypeError(f"{name} must be a list or tuple of ints >= 0 (one seed per member); "
+                        f"got {type(seeds).__name__} {seeds!r}")
+    if not seeds and not allow_empty:
+        raise ValueError(f"{name} must hold at least one seed (S >= 1); got none")
+    return [check_int(f"{name}[{i}]", s, 0) for i, s in enumerate(seeds)]
+
+
+def check_int_tuple(name: str, values, low: int | None = 0, high: int | None = None,
+                    allow_empty: bool = False) -> tuple[int, ...]:
+    """A list/tuple of ints, each in ``[low, high]``, returned as a tuple."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, range)):
+        raise TypeError(f"{name} must be a list or tuple of ints; got {type(values).__name__}")
+    if not values and not allow_empty:
+        raise ValueError(f"{name} must not be empty")
+    return tuple(check_int(f"{name}[{i}]", v, low, high) for i, v in enumerate(values))
+
+
+def check_generator(name: str, generator) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator; got {type(generator).__name__}")
+    return generator
+
+
+def check_token_ids(name: str, ids, vocab: int) -> torch.Tensor:
+    """A long tensor of token ids, every entry in ``[0, vocab)``.
+
+    The stacked models add ``member * vocab`` to each member's ids to index one shared table;
+    an id equal to ``vocab`` would silently read the *next* member's embedding, so every id is
+    checked here, per member, before that offset is added.
+    """
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor of token ids; got {type(ids).__name__}")
+    if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise TypeError(f"{name} must hold integer token ids; got dtype {ids.dtype}")
+    if ids.numel():
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= vocab:
+            raise ValueError(f"{name} must hold token ids in [0, {vocab - 1}] (vocab={vocab}); "
+                             f"got ids in [{lo}, {hi}]")
+    return ids
+
+
+def _range_text(low, high, low_open: bool = False, high_open: bool = False) -> str:
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f"{'>' if low_open else '>='} {low}"
+    if low is None:
+        return f"{'<' if high_open else '<='} {high}"
+    return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"

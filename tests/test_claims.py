@@ -1,0 +1,250 @@
+"""The claims collector: every op at its boundary, arrays need every element, NaN never passes,
+one AssertionError lists all failures, the table marks the right rows, inputs are validated."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attn_core.claims import OPS, Claims, format_number
+
+
+def _ok(measured, op, threshold) -> bool:
+    c = Claims("t")
+    return c.check("X1", "s", measured=measured, op=op, threshold=threshold).ok
+
+
+# ----------------------------------------------------------------------------- comparisons
+
+@pytest.mark.parametrize("op, measured, threshold, expected", [
+    ("<", 0.9, 1.0, True), ("<", 1.0, 1.0, False), ("<", 1.1, 1.0, False),
+    ("<=", 1.0, 1.0, True), ("<=", 1.0 + 1e-12, 1.0, False),
+    (">", 1.1, 1.0, True), (">", 1.0, 1.0, False),
+    (">=", 1.0, 1.0, True), (">=", 1.0 - 1e-12, 1.0, False),
+    ("==", 3, 3, True), ("==", 3, 4, False), ("==", 0.5, 0.5, True),
+    ("!=", 3, 4, True), ("!=", 3, 3, False),
+    ("in", 0.1, (0.1, 0.5), True), ("in", 0.5, (0.1, 0.5), True),
+    ("in", 0.0999, (0.1, 0.5), False), ("in", 0.5001, (0.1, 0.5), False),
+    ("≈", 0.55, (0.5, 0.05), True), ("≈", 0.45, (0.5, 0.05), True),
+    ("≈", 0.56, (0.5, 0.05), False), ("≈", 0.44, (0.5, 0.05), False),
+    ("≈", 0.5, (0.5, 0), True), ("≈", 0.5 + 1e-9, (0.5, 0), False),
+    ("≈", 0.75, (0.5, 0.25), True), ("≈", 0.7501, (0.5, 0.25), False),
+    ("≈", 0.5501, (0.5, 0.05), False), ("≈", 0.0, (0.0, 0.0), True),
+])
+def test_each_op_at_its_boundary(op, measured, threshold, expected):
+    assert _ok(measured, op, threshold) is expected
+
+
+def test_every_op_is_covered():
+    assert set(OPS) == {"<", "<=", ">", ">=", "==", "!=", "in", "≈"}
+
+
+def test_bool_measured_compares_as_a_flag():
+    assert _ok(True, "==", True)
+    assert not _ok(False, "==", True)
+    assert _ok(np.bool_(True), "!=", 0)
+
+
+@pytest.mark.parametrize("op, threshold", [
+    ("<", 1.0), ("<=", 1.0), (">", 0.0), (">=", 0.0), ("==", 0.0), ("!=", 0.0),
+    ("in", (-1.0, 1.0)), ("≈", (0.0, 10.0)),
+])
+def test_nan_fails_every_op(op, threshold):
+    assert not _ok(float("nan"), op, threshold)
+    assert not _ok(np.float32("nan"), op, threshold)
+    assert not _ok([0.0, float("nan")], op, threshold)
+
+
+def test_arrays_need_every_element():
+    assert _ok([1.0, 0.9], ">=", 0.8)
+    assert _ok(np.array([[0.9, 1.0], [0.85, 0.8]]), ">=", 0.8)
+    assert _ok((0.2, 0.3), "in", (0.2, 0.3))
+    c = Claims("t")
+    bad = c.check("M3", "random heads succeed", measured=[1.0, 0.7, 0.9, 0.6], op=">=",
+                  threshold=0.8)
+    assert not bad.ok
+    assert bad.failing == (1, 3)
+    assert bad.measured == (1.0, 0.7, 0.9, 0.6)
+
+
+def test_torch_tensor_measured():
+    torch = pytest.importorskip("torch")
+    assert _ok(torch.tensor([0.9, 0.95]), ">", 0.8)
+    assert not _ok(torch.tensor(0.5, requires_grad=True) * 1, ">", 0.8)
+
+
+def test_infinite_measured_is_compared_not_rejected():
+    assert _ok(math.inf, ">", 1e9)
+    assert not _ok(math.inf, "<", 1e9)
+    assert not _ok(math.inf, "≈", (0.0, 1e9))
+
+
+# ----------------------------------------------------------------------------- assert_all
+
+def test_assert_all_lists_every_failure():
+    c = Claims("Chapter 4")
+    c.check("P2", "permutations succeed less often than the control (difference)",
+            measured=0.3, op=">=", threshold=0.4, paper="≈ 0.5")
+    c.check("P5", "proxy spread under permutations", measured=3e-9, op="<", threshold=1e-6)
+    c.check("M3", "random K=8 heads succeed", measured=[1.0, 0.7], op=">=", threshold=0.8)
+    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=False, measured="2/3 seeds")
+    assert [r.id for r in c.failed] == ["P2", "M3", "G6"]
+    with pytest.raises(AssertionError) as err:
+        c.assert_all()
+    msg = str(err.value)
+    assert "3 of 4 claims of Chapter 4 fail" in msg
+    for claim_id in ("P2:", "M3:", "G6:"):
+        assert claim_id in msg
+    assert "P5" not in msg
+    # the full (untruncated) statement, the measured value and what was needed
+    assert "permutations succeed less often than the control (difference)" in msg
+    assert "measured 0.3; needs >= 0.4" in msg and "paper: ≈ 0.5" in msg
+    assert "[1]=0.7" in msg
+    assert "2/3 seeds" in msg
+
+
+def test_assert_all_passes_and_says_so(capsys):
+    c = Claims("Chapter 2")
+    c.check("S1", "loss falls", measured=[0.1, 0.2], op="<", threshold=0.5)
+    c.holds("S2", "the gate opens", ok=np.bool_(True))
+    assert c.failed == []
+    c.assert_all()
+    assert "all 2 claims of Chapter 2 hold" in capsys.readouterr().out
+
+
+def test_assert_all_with_no_claims_fails():
+    with pytest.raises(AssertionError, match="no claims"):
+        Claims("empty").assert_all()
+
+
+# ---------------------------------------------------------------------------------- table
+
+def _row(table: str, claim_id: str) -> str:
+    (line,) = [ln for ln in table.splitlines() if ln.startswith(claim_id + " ")]
+    return line
+
+
+def test_table_marks_the_right_rows(capsys):
+    c = Claims("Chapter 4")
+    c.check("P2", "permutations succeed less often than the control (difference)",
+            measured=0.6, op=">=", threshold=0.4, paper="≈ 0.5")
+    c.check("P5", "proxy spread under permutations", measured=3e-9, op="<", threshold=1e-6)
+    c.check("M3", "random K=8 heads succeed", measured=[1.0, 0.7], op=">=", threshold=0.8)
+    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=True, measured="3/3 seeds")
+    text = c.show()
+    assert capsys.readouterr().out.strip() == text.strip()  # printed, and returned
+    assert text.splitlines()[0] == "Chapter 4: 3 of 4 claims hold"
+    for claim_id in ("P2", "P5", "G6"):
+        assert _row(text, claim_id).endswith("✓") and "✗" not in _row(text, claim_id)
+    assert _row(text, "M3").endswith("✗") and "✓" not in _row(text, "M3")
+    assert "3e-9" in _row(text, "P5") and "< 1e-6" in _row(text, "P5")
+    assert "[1, 0.7]" in _row(text, "M3") and ">= 0.8" in _row(text, "M3")
+    assert "≈ 0.5" in _row(text, "P2")
+    assert "3/3 seeds" in _row(text, "G6")
+
+
+def test_table_fits_a_book_column():
+    c = Claims("Chapter 9")
+    c.check("LONG1", "a statement far too long for the column " * 4, measured=np.linspace(0, 1, 50),
+            op="in", threshold=(-0.123456, 0.98765), paper="0.5 in the paper, table 3, row 7")
+    c.check("N", "some nan", measured=[0.5, float("nan"), 0.9, 0.8, 0.7, 0.6], op=">", threshold=0)
+    text = c.show()
+    assert all(len(line) <= 100 for line in text.splitlines())
+    row = _row(text, "LONG1")
+    assert "…" in row and "a statement far too long" in row
+    assert "0..1 (n=50)" in row
+    assert "+nan" in _row(text, "N")
+    with pytest.raises(AssertionError, match="a statement far too long for the column a statement"):
+        c.assert_all()
+
+
+def test_paper_column_dropped_when_no_claim_has_one():
+    c = Claims("t")
+    c.check("A", "s", measured=1, op="==", threshold=1)
+    assert "paper" not in c.table()
+    c.check("B", "s", measured=1, op="==", threshold=1, paper=0.93)
+    assert "paper" in c.table() and "0.93" in _row(c.table(), "B")
+
+
+def test_rows_are_records():
+    c = Claims("t")
+    c.check("A", "s", measured=2, op="in", threshold=(1, 3), paper=2.0)
+    (r,) = c.rows
+    assert (r.id, r.statement, r.measured, r.op, r.threshold, r.paper, r.ok) == \
+        ("A", "s", 2, "in", (1.0, 3.0), "2", True)
+    assert len(c) == 1 and "1/1 hold" in repr(c)
+
+
+@pytest.mark.parametrize("x, text", [
+    (3, "3"), (-42, "-42"), (0.6, "0.6"), (0.123456, "0.123"), (12.345, "12.3"),
+    (1234.5, "1234"), (3e-9, "3e-9"), (-1.5e-5, "-1.5e-5"), (2.5e7, "2.5e7"), (0.0, "0"),
+    (1.0, "1"), (float("nan"), "nan"), (float("-inf"), "-inf"), (True, "True"),
+    (np.int64(7), "7"), (np.float32(0.25), "0.25"),
+])
+def test_format_number(x, text):
+    assert format_number(x) == text
+
+
+# ----------------------------------------------------------------------------- validation
+
+@pytest.mark.parametrize("op", ["=>", "approx", "", None, "<<"])
+def test_unknown_op_rejected(op):
+    with pytest.raises(ValueError, match="op must be one of") as err:
+        Claims("t").check("A", "s", measured=1.0, op=op, threshold=1.0)
+    for allowed in OPS:
+        assert repr(allowed) in str(err.value)
+
+
+@pytest.mark.parametrize("measured", ["0.5", None, {"a": 1}, [1.0, "x"], [[1.0], [1.0, 2.0]],
+                                      1 + 2j, object(), {0.5}])
+def test_bad_measured_rejected(measured):
+    with pytest.raises(TypeError, match="measured must be a real number"):
+        Claims("t").check("A", "s", measured=measured, op="<", threshold=1.0)
+
+
+@pytest.mark.parametrize("measured", [[], np.array([]), ()])
+def test_empty_measured_rejected(measured):
+    with pytest.raises(ValueError, match="measured must be a non-empty"):
+        Claims("t").check("A", "s", measured=measured, op="<", threshold=1.0)
+
+
+@pytest.mark.parametrize("op, threshold, exc", [
+    ("<", "1", TypeError), ("<", None, TypeError), ("<", (0, 1), TypeError),
+    ("<", float("nan"), ValueError), (">", math.inf, ValueError), (">=", True, TypeError),
+    ("in", 0.5, TypeError), ("in", (0.0, 1.0, 2.0), TypeError), ("in", (1.0, 0.0), ValueError),
+    ("in", (0.0, math.inf), ValueError), ("≈", (0.5, -0.1), ValueError),
+    ("≈", ("0.5", 0.1), TypeError),
+])
+def test_bad_threshold_rejected(op, threshold, exc):
+    with pytest.raises(exc, match="threshold for op"):
+        Claims("t").check("A", "s", measured=0.5, op=op, threshold=threshold)
+
+
+@pytest.mark.parametrize("claim_id", ["", "   ", None, 2])
+def test_bad_id_rejected(claim_id):
+    with pytest.raises(TypeError, match="id must be a non-empty str"):
+        Claims("t").check(claim_id, "s", measured=1.0, op="<", threshold=2.0)
+
+
+def test_bad_statement_title_paper_ok_rejected():
+    with pytest.raises(TypeError, match="statement must be a non-empty str"):
+        Claims("t").check("A", "", measured=1.0, op="<", threshold=2.0)
+    with pytest.raises(TypeError, match="title must be a non-empty str"):
+        Claims("")
+    with pytest.raises(TypeError, match="paper must be"):
+        Claims("t").check("A", "s", measured=1.0, op="<", threshold=2.0, paper=[0.5])
+    with pytest.raises(TypeError, match="ok must be a bool"):
+        Claims("t").holds("A", "s", ok=np.array([True, False]))
+    with pytest.raises(TypeError, match="ok must be a bool"):
+        Claims("t").holds("A", "s", ok=1)
+
+
+def test_duplicate_claim_rejected_but_shared_id_allowed():
+    c = Claims("t")
+    c.check("P2", "early gap", measured=0.6, op=">=", threshold=0.4)
+    c.check("P2", "late gap", measured=0.2, op="<", threshold=0.4)  # same id, other statement
+    with pytest.raises(ValueError, match="duplicate claim"):
+        c.check("P2", "early gap", measured=0.7, op=">=", threshold=0.4)
+    with pytest.raises(ValueError, match="duplicate claim"):
+        c.holds("P2", "late gap", ok=True)
+    assert len(c) == 2  # the rejected claims were not recorded
