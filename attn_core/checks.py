@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 __all__ = ["check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
-           "check_generator", "check_int_tuple", "check_token_ids"]
+           "check_generator", "check_int_tuple", "check_token_ids", "check_int_array",
+           "check_real_array", "check_bool_array", "check_str"]
 
 
 def _is_int(value) -> bool:
@@ -127,6 +128,114 @@ def check_token_ids(name: str, ids, vocab: int) -> torch.Tensor:
             raise ValueError(f"{name} must hold token ids in [0, {vocab - 1}] (vocab={vocab}); "
                              f"got ids in [{lo}, {hi}]")
     return ids
+
+
+def _as_array(name: str, value, what: str, bools: bool = False) -> np.ndarray:
+    """``value`` (a list, tuple, range, NumPy array, torch tensor or scalar) as a NumPy array,
+    or a TypeError naming ``name`` when it is not an array of numbers at all."""
+    if isinstance(value, (str, bytes)) or value is None or isinstance(value, dict):
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r:.60}")
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if not bools and isinstance(value, (list, tuple)) and _holds_bool(value):
+        # np.asarray([0, True]) is the int array [0, 1]: a bool among numbers is a mistake
+        raise TypeError(f"{name} must be {what}; got a bool among its entries")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nesting and the like
+        raise TypeError(f"{name} must be {what}; got a ragged or mixed "
+                        f"{type(value).__name__}") from None
+    return arr
+
+
+def _holds_bool(values) -> bool:
+    """Whether a (nested) list/tuple holds a bool anywhere."""
+    for v in values:
+        if isinstance(v, (bool, np.bool_)):
+            return True
+        if isinstance(v, (list, tuple)) and _holds_bool(v):
+            return True
+    return False
+
+
+def check_int_array(name: str, value, low: int | None = 0, high: int | None = None,
+                    ndim: int | tuple[int, ...] | None = None,
+                    allow_empty: bool = False) -> np.ndarray:
+    """An array of integers (list, tuple, range, NumPy array or torch tensor) as an int64 array.
+
+    Floats are refused even when integral (``[0, 1.0]``, like :func:`check_int`), and so are
+    bools and strings; every entry must lie in ``[low, high]``; ``ndim`` (one value or several)
+    fixes the number of axes. Empty arrays are refused unless ``allow_empty``.
+    """
+    what = f"an array of ints {_range_text(low, high)}".rstrip()
+    arr = _as_array(name, value, what)
+    if ndim is not None:
+        dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in dims:
+            raise ValueError(f"{name} must be a {' or '.join(f'{d}-D' for d in dims)} array; "
+                             f"got shape {arr.shape}")
+    if arr.size == 0:
+        if not allow_empty:
+            raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be {what}; got dtype {arr.dtype} (floats, bools and strings "
+                        f"are not cast)")
+    if (low is not None and arr.min() < low) or (high is not None and arr.max() > high):
+        raise ValueError(f"{name} must be {what}; got values in [{arr.min()}, {arr.max()}]")
+    return arr.astype(np.int64)
+
+
+def check_real_array(name: str, value, ndim: int | tuple[int, ...] | None = None,
+                     finite: bool = True, allow_empty: bool = True) -> np.ndarray:
+    """An array of real numbers (ints or floats, not bools or strings) as a float64 array,
+    free of NaN (and of ±inf unless ``finite=False``); ``ndim`` as in :func:`check_int_array`."""
+    what = "an array of real numbers"
+    arr = _as_array(name, value, what)
+    if ndim is not None:
+        dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in dims:
+            raise ValueError(f"{name} must be a {' or '.join(f'{d}-D' for d in dims)} array; "
+                             f"got shape {arr.shape}")
+    if arr.size == 0:
+        if not allow_empty:
+            raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+        return arr.astype(float)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be {what}; got dtype {arr.dtype}")
+    arr = arr.astype(float)
+    bad = int((~np.isfinite(arr) if finite else np.isnan(arr)).sum())
+    if bad:
+        what = "finite numbers" if finite else "no NaN"
+        kind = "non-finite" if finite else "NaN"
+        raise ValueError(f"{name} must hold {what}; got {bad} {kind} entr{'y' if bad == 1 else 'ies'}")
+    return arr
+
+
+def check_bool_array(name: str, value, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    """A boolean mask (bool tensor or array, or a list of bools) as a bool tensor; integer 0/1
+    masks are refused (an int tensor used as an index selects rows, it does not mask them)."""
+    if isinstance(value, torch.Tensor):
+        t = value
+    else:
+        arr = _as_array(name, value, "a bool mask", bools=True)
+        if arr.dtype != np.bool_:
+            raise TypeError(f"{name} must be a bool mask; got dtype {arr.dtype}")
+        t = torch.from_numpy(arr)
+    if t.dtype != torch.bool:
+        raise TypeError(f"{name} must be a bool mask (True at real entries); got dtype {t.dtype}")
+    if shape is not None and tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}; got {tuple(t.shape)}")
+    return t
+
+
+def check_str(name: str, value, allow_empty: bool = True) -> str:
+    """``value`` if it is a string (non-empty unless ``allow_empty``)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string; got {type(value).__name__} {value!r:.60}")
+    if not allow_empty and not value.strip():
+        raise ValueError(f"{name} must be a non-empty string; got {value!r}")
+    return value
 
 
 def _range_text(low, high, low_open: bool = False, high_open: bool = False) -> str:

@@ -46,7 +46,7 @@ _ROUNDING = 1e-12  # relative slack of "≈", so that float rounding cannot flip
 
 # Column caps of the printed table: claim, statement, measured, threshold, paper, mark.
 # 6 + 40 + 18 + 15 + 9 + 1 plus five 2-space gaps = 99 characters at most.
-_WIDTHS = (6, 40, 18, 15, 9, 1)
+_WIDTHS = (7, 40, 18, 15, 9, 1)
 _HEADER = ("claim", "statement", "measured", "threshold", "paper", "")
 _GAP = "  "
 _PASS, _FAIL = "✓", "✗"

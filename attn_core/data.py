@@ -24,27 +24,37 @@ Tasks:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import Tensor
+
+from .checks import (check_bool, check_choice, check_generator, check_int_array, check_real,
+                     check_token_ids)
 
 __all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "topic_sentences",
            "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
            "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation"]
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _check_int(name: str, value, low: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int >= {low}; got {type(value).__name__}")
+    """An int >= ``low`` (a Python or NumPy int; never a bool, never a float such as 2.0)."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int >= {low}; got {type(value).__name__} {value!r}")
+    value = int(value)
     if value < low:
         raise ValueError(f"{name} must be >= {low}; got {value}")
     return value
 
 
 def _check_gen(generator) -> None:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator; got {type(generator).__name__}")
+    check_generator("generator", generator)
 
 
 def _random_permutations(n_rows: int, n: int, generator: torch.Generator) -> Tensor:
@@ -74,7 +84,10 @@ class KeywordTask:
     def __post_init__(self):
         _check_int("length", self.length, 2)
         _check_int("vocab", self.vocab, 2)
-        if not isinstance(self.keyword, int) or not 0 <= self.keyword < self.vocab:
+        if not _is_int(self.keyword):
+            raise TypeError(f"keyword must be an int in [0, {self.vocab - 1}]; got "
+                            f"{type(self.keyword).__name__} {self.keyword!r}")
+        if not 0 <= self.keyword < self.vocab:
             raise ValueError(f"keyword must be an int in [0, {self.vocab - 1}]; got {self.keyword!r}")
 
     @property
@@ -128,10 +141,7 @@ class CopyTask:
 
     def __post_init__(self):
         L = _check_int("length", self.length, 1)
-        if self.distribution not in COPY_DISTRIBUTIONS:
-            raise ValueError(
-                f"distribution must be one of {COPY_DISTRIBUTIONS}; got {self.distribution!r}"
-            )
+        check_choice("distribution", self.distribution, COPY_DISTRIBUTIONS)
         default = {"permutation": L, "distinct": L, "iid": L, "mixture": 2 * L}[self.distribution]
         V = default if self.vocab is None else _check_int("vocab", self.vocab, 1)
         if self.distribution == "permutation" and V != L:
@@ -143,7 +153,11 @@ class CopyTask:
             raise ValueError(f"vocab must be 2*length ({2 * L}) for 'mixture'; got {V}")
         object.__setattr__(self, "vocab", V)
         if self.target_permutation is not None:
-            perm = tuple(int(i) for i in self.target_permutation)
+            tp = self.target_permutation
+            if not isinstance(tp, (list, tuple, range)):
+                raise TypeError(f"target_permutation must be a tuple of ints, a permutation of "
+                                f"range({L}); got {type(tp).__name__} {tp!r}")
+            perm = tuple(check_int_array("target_permutation", tp, 0, L - 1, ndim=1).tolist())
             if sorted(perm) != list(range(L)):
                 raise ValueError(f"target_permutation must be a permutation of range({L})")
             object.__setattr__(self, "target_permutation", perm)
@@ -191,9 +205,11 @@ def topic_sentences(topic_sets, dictionary, m: int, n: int, generator: torch.Gen
     """
     _check_gen(generator)
     m, n = _check_int("m", m, 1), _check_int("n", n, 1)
-    if isinstance(topic_sets, (str, bytes)) or not hasattr(topic_sets, "__len__"):
-        raise TypeError("topic_sets must be a sequence of word-id sequences, one per topic")
-    sets = [[int(w) for w in s] for s in topic_sets]
+    if isinstance(topic_sets, (str, bytes, dict)) or not hasattr(topic_sets, "__len__"):
+        raise TypeError("topic_sets must be a sequence of word-id sequences, one per topic; got "
+                        f"{type(topic_sets).__name__}")
+    sets = [check_int_array(f"topic_sets[{j}]", s, 0, ndim=1, allow_empty=True).tolist()
+            for j, s in enumerate(topic_sets)]
     if len(sets) < 2:
         raise ValueError(f"topic_sets must hold J >= 2 topics; got {len(sets)}")
     if any(len(s) == 0 for s in sets):
@@ -201,11 +217,14 @@ def topic_sentences(topic_sets, dictionary, m: int, n: int, generator: torch.Gen
     flat = [w for s in sets for w in s]
     if len(set(flat)) != len(flat):
         raise ValueError("topic_sets must be mutually exclusive (a word in two topics, or twice)")
-    dictionary = torch.as_tensor(list(dictionary), dtype=torch.long)
+    if isinstance(dictionary, (str, bytes)):
+        raise TypeError(f"dictionary must be a sequence of word ids; got {type(dictionary).__name__}")
+    if not isinstance(dictionary, (list, tuple, np.ndarray, Tensor)) and hasattr(dictionary, "__iter__"):
+        dictionary = list(dictionary)   # a range or another iterable of ids
+    dictionary = torch.from_numpy(check_int_array("dictionary", dictionary, 0, ndim=1,
+                                                  allow_empty=True))
     if dictionary.numel() < 1:
         raise ValueError("dictionary (the non-topic words Θ) must hold at least one word")
-    if min(flat + dictionary.tolist()) < 0:
-        raise ValueError("word ids in topic_sets and dictionary must be >= 0")
     overlap = set(flat) & set(dictionary.tolist())
     if overlap:
         raise ValueError(f"topic words overlap the dictionary (Θ must hold no topic word): "
@@ -273,8 +292,12 @@ class TopicTask:
 
     def topic_of(self, word: int) -> int:
         """The topic a topic word belongs to."""
-        if not 0 <= int(word) < self.n_topics * self.words_per_topic:
-            raise ValueError(f"word must be a topic word id in [0, {self.n_topics * self.words_per_topic - 1}]; got {word}")
+        n = self.n_topics * self.words_per_topic
+        if not _is_int(word):
+            raise TypeError(f"word must be a topic word id, an int in [0, {n - 1}]; got "
+                            f"{type(word).__name__} {word!r}")
+        if not 0 <= word < n:
+            raise ValueError(f"word must be a topic word id in [0, {n - 1}]; got {word}")
         return int(word) // self.words_per_topic
 
     def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
@@ -375,6 +398,9 @@ def read_sst2_tsv(path) -> tuple[list[list[str]], list[int]]:
     and the labels (1 = positive)."""
     from pathlib import Path
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike); got "
+                        f"{type(path).__name__} {path!r}")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no SST-2 file at {path}")
@@ -410,27 +436,47 @@ class BagTask:
     train: dict
     test: dict | None = None
 
+    def __post_init__(self):
+        words = self.words
+        if isinstance(words, (str, bytes)) or not isinstance(words, (list, tuple)):
+            raise TypeError(f"words must be a tuple of strings; got {type(words).__name__}")
+        if len(words) < 2 or not all(isinstance(w, str) for w in words):
+            raise ValueError("words must hold at least two strings (word 0 is the padding "
+                             f"symbol); got {len(words)} entries")
+        object.__setattr__(self, "words", tuple(words))
+        _check_bag_set("train", self.train, len(words))
+        if self.test is not None:
+            _check_bag_set("test", self.test, len(words))
+
     @classmethod
     def from_tokens(cls, train_tokens, train_labels, test_tokens=None, test_labels=None,
                     min_count: int = 1) -> "BagTask":
+        """Encode tokenised sentences (lists of word strings) with their class labels (ints >= 0).
+
+        Words seen fewer than ``min_count`` times in training become ``<unk>`` (id 1). Every
+        sentence needs at least one word: an all-padding bag has no attention distribution
+        (every score is masked) and would give a NaN loss."""
         from collections import Counter
 
         _check_int("min_count", min_count, 1)
-        if len(train_tokens) != len(train_labels) or not train_tokens:
-            raise ValueError("train_tokens and train_labels must be non-empty and the same length")
+        train_tokens = _check_bags("train_tokens", train_tokens)
+        train_labels = _check_labels("train_labels", train_labels, len(train_tokens))
+        if (test_tokens is None) != (test_labels is None):
+            raise ValueError("test_tokens and test_labels must be given together (or neither)")
+        if test_tokens is not None:
+            test_tokens = _check_bags("test_tokens", test_tokens)
+            test_labels = _check_labels("test_labels", test_labels, len(test_tokens))
         counts = Counter(w for s in train_tokens for w in s)
         words = ("<pad>", "<unk>") + tuple(sorted(w for w, c in counts.items() if c >= min_count))
         index = {w: i for i, w in enumerate(words)}
 
         def encode(tokens, labels):
-            if len(tokens) != len(labels):
-                raise ValueError("tokens and labels must have the same length")
             L = max(len(s) for s in tokens)
             x = torch.zeros(len(tokens), L, dtype=torch.long)
             for n, s in enumerate(tokens):
                 x[n, :len(s)] = torch.tensor([index.get(w, 1) for w in s])
             mask = torch.arange(L).unsqueeze(0) < torch.tensor([len(s) for s in tokens]).unsqueeze(1)
-            return {"x": x, "mask": mask, "y": torch.tensor(list(labels), dtype=torch.long)}
+            return {"x": x, "mask": mask, "y": torch.from_numpy(labels)}
 
         test = None if test_tokens is None else encode(test_tokens, test_labels)
         return cls(words, encode(train_tokens, train_labels), test)
@@ -447,6 +493,67 @@ class BagTask:
         if self.test is None:
             raise ValueError("this BagTask has no test set")
         return {k: v.clone() for k, v in self.test.items()}
+
+
+def _check_bags(name: str, tokens) -> list:
+    """A non-empty list of sentences, each a non-empty list/tuple of word strings."""
+    if isinstance(tokens, (str, bytes, dict)) or not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"{name} must be a list of sentences (lists of word strings); got "
+                        f"{type(tokens).__name__}")
+    if not tokens:
+        raise ValueError(f"{name} must hold at least one sentence; got none")
+    for n, sent in enumerate(tokens):
+        if isinstance(sent, (str, bytes)) or not isinstance(sent, (list, tuple)):
+            raise TypeError(f"{name}[{n}] must be a list of word strings (tokenise it first); "
+                            f"got {type(sent).__name__} {sent!r:.40}")
+        if not sent:
+            raise ValueError(f"{name}[{n}] is an empty sentence: a bag needs at least one word "
+                             "(an all-padding bag has no attention distribution and gives a NaN "
+                             "loss)")
+        bad = [w for w in sent if not isinstance(w, str)]
+        if bad:
+            raise TypeError(f"{name}[{n}] must hold word strings; got {type(bad[0]).__name__} "
+                            f"{bad[0]!r}")
+    return list(tokens)
+
+
+def _check_labels(name: str, labels, n: int) -> np.ndarray:
+    """Class labels: ints >= 0, one per sentence."""
+    y = check_int_array(name, labels, 0, ndim=1)
+    if len(y) != n:
+        raise ValueError(f"{name} must have one label per sentence ({n}); got {len(y)}")
+    return y
+
+
+def _check_bag_set(name: str, d, vocab: int) -> None:
+    """A BagTask split: ``x`` (N, L) ids in [0, vocab), ``mask`` (N, L) bool with at least one
+    real word per row, ``y`` (N,) labels >= 0."""
+    if not isinstance(d, dict) or not all(k in d for k in ("x", "mask", "y")):
+        raise TypeError(f"{name} must be a dict with tensors 'x', 'mask' and 'y'; got "
+                        f"{type(d).__name__} {sorted(d) if isinstance(d, dict) else ''}")
+    x, mask, y = d["x"], d["mask"], d["y"]
+    if not all(isinstance(t, Tensor) for t in (x, mask, y)):
+        raise TypeError(f"{name}['x'], ['mask'] and ['y'] must be torch tensors")
+    if x.dim() != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"{name}['x'] must be a non-empty (N, L) tensor; got shape {tuple(x.shape)}")
+    check_token_ids(f"{name}['x']", x, vocab)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"{name}['mask'] must be a bool tensor (True at real words); got "
+                        f"{mask.dtype}")
+    if mask.shape != x.shape:
+        raise ValueError(f"{name}['mask'] must have x's shape {tuple(x.shape)}; got "
+                         f"{tuple(mask.shape)}")
+    empty = torch.nonzero(~mask.any(1)).flatten()
+    if len(empty):
+        raise ValueError(f"{name}['mask'] row {int(empty[0])} is all padding ({len(empty)} such "
+                         "rows): a bag needs at least one word (an empty bag gives a NaN loss)")
+    if y.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"{name}['y'] must be an integer tensor of class labels; got {y.dtype}")
+    if y.shape != (x.shape[0],):
+        raise ValueError(f"{name}['y'] must have shape (N,) = ({x.shape[0]},); got "
+                         f"{tuple(y.shape)}")
+    if int(y.min()) < 0:
+        raise ValueError(f"{name}['y'] must hold class labels >= 0; got {int(y.min())}")
 
 
 #: Where :func:`find_sst2` looks for GLUE's ``SST-2/`` folder (``train.tsv``, ``dev.tsv``).
@@ -466,8 +573,8 @@ def find_sst2(download: bool = False, timeout: float = 30.0):
 
     from .cache import cache_dir
 
-    if not isinstance(download, bool):
-        raise TypeError(f"download must be True or False; got {download!r}")
+    check_bool("download", download)
+    timeout = check_real("timeout", timeout, 0.0, low_open=True)
     candidates = []
     if os.environ.get("ATTN_SST2"):
         candidates.append(Path(os.environ["ATTN_SST2"]).expanduser())
@@ -499,6 +606,10 @@ def sst2_task(directory, min_count: int = 1) -> BagTask:
     test labels are hidden) as the test set. Raises FileNotFoundError when the files are absent."""
     from pathlib import Path
 
+    if not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"directory must be a folder path (str or os.PathLike); got "
+                        f"{type(directory).__name__} {directory!r}")
+    _check_int("min_count", min_count, 1)
     directory = Path(directory)
     tr_tok, tr_y = read_sst2_tsv(directory / "train.tsv")
     te_tok, te_y = read_sst2_tsv(directory / "dev.tsv")
@@ -664,8 +775,18 @@ class ParallelCorpusTask:
         return {k: self._data[k].clone() for k in ("src", "tgt", "align")}
 
     def to_batch(self, src: Tensor, tgt: Tensor, align: Tensor) -> dict[str, Tensor]:
-        """Word ids -> the seq2seq batch (model ids, ``tgt_in`` = [BOS, tgt[:-1]])."""
-        t = tgt + self.vocab
+        """Word ids -> the seq2seq batch (model ids, ``tgt_in`` = [BOS, tgt[:-1]]).
+
+        ``src``, ``tgt`` (B, L) word ids in [0, vocab) and ``align`` (B, L) source positions."""
+        L = self.length
+        for name, t, hi in (("src", src, self.vocab), ("tgt", tgt, self.vocab), ("align", align, L)):
+            check_token_ids(name, t, hi)
+            if t.dim() != 2 or t.shape[1] != L:
+                raise ValueError(f"{name} must be a (B, L={L}) tensor; got shape {tuple(t.shape)}")
+        if not src.shape == tgt.shape == align.shape:
+            raise ValueError(f"src, tgt and align must have the same shape; got "
+                             f"{tuple(src.shape)}, {tuple(tgt.shape)}, {tuple(align.shape)}")
+        t = tgt.long() + self.vocab
         t_in = torch.cat([torch.full((t.shape[0], 1), self.bos, dtype=torch.long), t[:, :-1]], 1)
         return {"src": src.clone(), "tgt_in": t_in, "tgt": t, "align": align.clone()}
 

@@ -19,6 +19,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .checks import (check_bool, check_bool_array, check_int, check_int_array, check_real,
+                     check_real_array, check_token_ids)
+
 __all__ = ["keyword_probe", "first_step", "wilson_interval", "success_rate", "topic_purity",
            "attended_words", "sen_probe", "eq8_rates", "t_interval", "classify_heads",
            "verdict_repeat", "first_to_diagonal", "agreement", "agreement_by_member",
@@ -44,6 +47,7 @@ def keyword_probe(model, batch: dict[str, Tensor]) -> dict[str, Tensor]:
     - ``beta_mean``: mean over l of β_l;  ``beta_last``: mean β_L;
     - ``attn_key``: mean attention p_{l*} on the keyword (1/L under uniform attention).
     """
+    _check_batch_keys(batch, ("x", "pos"))
     out = model(batch["x"])
     beta, p, pos = out["beta"], out["p"], batch["pos"]
     S, B, L = beta.shape
@@ -62,14 +66,25 @@ def keyword_probe(model, batch: dict[str, Tensor]) -> dict[str, Tensor]:
     }
 
 
+def _check_batch_keys(batch, keys) -> None:
+    if not isinstance(batch, dict):
+        raise TypeError(f"batch must be a dict of tensors; got {type(batch).__name__}")
+    missing = [k for k in keys if k not in batch]
+    if missing:
+        raise ValueError(f"batch must hold {list(keys)}; missing {missing} (it has {sorted(batch)})")
+
+
 def first_step(steps, values, threshold: float, above: bool = True):
     """The first of ``steps`` at which ``values`` is above (or below) ``threshold``.
 
-    ``values`` may be (E,) or (S, E); returns a float (or an (S,) array), NaN where the
-    threshold is never crossed.
+    ``values`` may be (E,) or (S, E) (NaN entries never cross); returns a float (or an (S,)
+    array), NaN where the threshold is never crossed.
     """
-    steps = np.asarray(steps, dtype=float)
-    v = np.atleast_2d(np.asarray(values, dtype=float))
+    threshold = check_real("threshold", threshold)
+    above = check_bool("above", above)
+    steps = check_real_array("steps", steps, ndim=1)
+    v = check_real_array("values", values, ndim=(1, 2), finite=False)
+    v = np.atleast_2d(v)
     if v.shape[-1] != steps.shape[0]:
         raise ValueError(f"values has {v.shape[-1]} points but steps has {steps.shape[0]}")
     hit = v > threshold if above else v < threshold
@@ -79,10 +94,9 @@ def first_step(steps, values, threshold: float, above: bool = True):
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (successes out of n)."""
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an int >= 1; got {n!r}")
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be in [0, n={n}]; got {successes}")
+    n = check_int("n", n, 1)
+    successes = check_int("successes (of n)", successes, 0, n)
+    confidence = check_real("confidence", confidence)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1); got {confidence}")
     from statistics import NormalDist
@@ -116,16 +130,18 @@ def topic_purity(x, y, vocab: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
     Returns ``purity`` (vocab,) -- NaN for words in no sentence -- and ``occurrence`` (vocab,),
     the number of sentences containing each word.
     """
-    x = torch.as_tensor(x)
-    y = torch.as_tensor(y)
+    x = torch.from_numpy(check_int_array("x (word ids)", x, 0, ndim=2))
+    y = torch.from_numpy(check_int_array("y (labels)", y, None, ndim=1))
     if x.dim() != 2 or y.shape != (x.shape[0],):
         raise ValueError(f"x must be (N, L) and y (N,); got {tuple(x.shape)} and {tuple(y.shape)}")
     if not torch.all((y == 0) | (y == 1)):
         raise ValueError("y must hold binary labels 0/1 (topic purity is defined for two classes)")
-    if not isinstance(vocab, int) or vocab < 1 or int(x.max()) >= vocab or int(x.min()) < 0:
+    vocab = check_int("vocab", vocab, 1)
+    if int(x.max()) >= vocab:
         raise ValueError(f"vocab must be an int > every word id in x (max {int(x.max())}); got {vocab!r}")
     present = torch.zeros(x.shape[0], vocab, dtype=torch.bool)
-    keep = torch.ones_like(x, dtype=torch.bool) if mask is None else torch.as_tensor(mask)
+    keep = (torch.ones_like(x, dtype=torch.bool) if mask is None
+            else check_bool_array("mask", mask, tuple(x.shape)))
     rows = torch.arange(x.shape[0]).unsqueeze(1).expand_as(x)
     present[rows[keep], x[keep]] = True
     occ = present.sum(0).double()
@@ -139,15 +155,28 @@ def attended_words(model, x, mask=None) -> Tensor:
     """The word each sentence attends to most (the largest score; LMN Fig. 6-7): (S, N) ids.
 
     Ties (e.g. every score still 0) go to the first position, which is a uniformly random word
-    of the sentence for shuffled bags (the paper picks one at random)."""
+    of the sentence for shuffled bags (the paper picks one at random).
+
+    ``x``: (N, L) or (S, N, L) word ids; ``mask`` (optional) a bool tensor of the same shape (or
+    (N, L)), false at padding."""
     s = model.scores()
     S, V = s.shape
-    x = torch.as_tensor(x)
+    if not isinstance(x, Tensor):
+        x = torch.from_numpy(check_int_array("x", x, None))
+    check_token_ids("x", x, V)
     if x.dim() == 2:
         x = x.unsqueeze(0).expand(S, -1, -1)
+    if x.dim() != 3 or x.shape[0] != S or x.shape[2] < 1:
+        raise ValueError(f"x must be an (N, L) or (S={S}, N, L) tensor of word ids; got shape "
+                         f"{tuple(x.shape)}")
+    x = x.long()
     s_x = torch.gather(s, 1, x.reshape(S, -1)).view_as(x)
     if mask is not None:
-        s_x = s_x.masked_fill(~torch.as_tensor(mask).expand_as(s_x), float("-inf"))
+        mask = check_bool_array("mask", mask)
+        if mask.shape not in (x.shape, x.shape[1:]):
+            raise ValueError(f"mask must have x's shape {tuple(x.shape[1:])} or "
+                             f"{tuple(x.shape)}; got {tuple(mask.shape)}")
+        s_x = s_x.masked_fill(~mask.expand_as(s_x), float("-inf"))
     return torch.gather(x, 2, s_x.argmax(-1, keepdim=True)).squeeze(-1)
 
 
@@ -161,17 +190,21 @@ def sen_probe(words, nontopic=None):
     over the evaluation batch, and ``topic_argmax`` (S,): the fraction of its sentences whose
     most-attended word is a topic word.
     """
-    words = torch.as_tensor(words, dtype=torch.long)
+    words = torch.from_numpy(check_int_array("words", words, 0, ndim=1))
+    if nontopic is not None:
+        nontopic = torch.from_numpy(check_int_array("nontopic", nontopic, 0, ndim=1))
 
     @torch.no_grad()
     def probe(model, batch):
         s = model.scores()
+        _check_word_range("words", words, s.shape[1])
         v = model.sen_embeddings().norm(dim=-1)
         other = torch.ones(s.shape[1], dtype=torch.bool)
         other[words] = False
         if nontopic is not None:
+            _check_word_range("nontopic", nontopic, s.shape[1])
             other = torch.zeros_like(other)
-            other[torch.as_tensor(nontopic)] = True
+            other[nontopic] = True
         p = model(batch["x"], batch.get("mask"))["p"]
         is_topic = torch.isin(batch["x"], words)
         att = (p * is_topic).sum(-1).mean(-1)
@@ -183,6 +216,12 @@ def sen_probe(words, nontopic=None):
                 "topic_argmax": top}
 
     return probe
+
+
+def _check_word_range(name: str, words: Tensor, vocab: int) -> None:
+    if len(words) and int(words.max()) >= vocab:
+        raise ValueError(f"{name} must hold word ids in [0, {vocab - 1}] (the model's vocab is "
+                         f"{vocab}); got {int(words.max())}")
 
 
 def eq8_rates(model, batch, words) -> dict[str, Tensor]:
@@ -200,8 +239,11 @@ def eq8_rates(model, batch, words) -> dict[str, Tensor]:
     other words of its sentences do (mutual enhancement), negative otherwise (mutual
     diminution). Returns ``exact`` and ``eq8``, each (S, T).
     """
-    words = torch.as_tensor(words, dtype=torch.long)
+    words = torch.from_numpy(check_int_array("words", words, 0, ndim=1))
+    _check_word_range("words", words, model.vocab)
+    _check_batch_keys(batch, ("x", "y"))
     x, y = batch["x"], batch["y"]
+    check_token_ids("batch['x']", x, model.vocab)
     S = model.n_members
     with torch.enable_grad():
         emb = model.embedding.detach().clone().requires_grad_(True)
@@ -239,11 +281,16 @@ def eq8_rates(model, batch, words) -> dict[str, Tensor]:
 def t_interval(values, confidence: float = 0.95, axis: int = 0):
     """Mean and Student-t confidence interval over independent runs along ``axis``.
 
-    Returns ``(mean, low, high)``; with a single run the interval is (mean, mean).
+    Returns ``(mean, low, high)``; with a single run the interval is (mean, mean). ``values``
+    must be finite (a NaN run would silently make the whole interval NaN).
     """
-    a = np.asarray(values, dtype=float)
-    if a.ndim == 0 or a.shape[axis] < 1:
+    a = check_real_array("values", values)
+    if a.ndim == 0:
         raise ValueError("values must hold at least one run along axis")
+    axis = check_int("axis", axis, -a.ndim, a.ndim - 1)
+    if a.shape[axis] < 1:
+        raise ValueError("values must hold at least one run along axis")
+    confidence = check_real("confidence", confidence)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1); got {confidence}")
     n = a.shape[axis]
@@ -283,9 +330,10 @@ def classify_heads(final_acc, good: float = 0.95, bad: float = 0.6) -> np.ndarra
     on every data seed, ``"bad"`` if it ends below ``bad`` on every one, else
     ``"inconsistent"``. Returns an array of those strings.
     """
-    acc = np.asarray(final_acc, dtype=float)
+    acc = check_real_array("final_acc", final_acc, finite=False)
     if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] == 0:
         raise ValueError(f"final_acc must be a non-empty (n_heads, n_data_seeds) array; got shape {acc.shape}")
+    good, bad = check_real("good", good), check_real("bad", bad)
     if not 0 <= bad < good <= 1:
         raise ValueError(f"thresholds must satisfy 0 <= bad < good <= 1; got bad={bad}, good={good}")
     labels = np.full(acc.shape[0], "inconsistent", dtype=object)
@@ -298,8 +346,9 @@ def first_to_diagonal(head_attn_acc, steps, level: float = 0.5) -> list:
     """For every head, the first evaluation step at which its attention accuracy exceeds
     ``level`` (None if it never does). ``head_attn_acc`` is one run's (E, K) curve (the
     ``head_attn_acc`` probe of chapter 5), ``steps`` its (E,) evaluation steps."""
-    acc = np.asarray(head_attn_acc, dtype=float)
-    steps = np.asarray(steps)
+    acc = check_real_array("head_attn_acc", head_attn_acc, finite=False)
+    steps = check_int_array("steps", steps, 0, ndim=1)
+    level = check_real("level", level)
     if acc.ndim != 2 or acc.shape[0] != steps.shape[0]:
         raise ValueError(f"head_attn_acc must be (E, K) with E = len(steps) = {steps.shape[0]}; "
                          f"got shape {acc.shape}")
@@ -324,11 +373,11 @@ def verdict_repeat(final_acc, good: float = 0.95, bad: float = 0.6, n_tokens: in
       (good on one seed, below ``bad`` on another, or the reverse);
     - ``tol``.
     """
-    acc = np.asarray(final_acc, dtype=float)
+    acc = check_real_array("final_acc", final_acc, finite=False)
     if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] < 2:
         raise ValueError(f"final_acc must be an (n_heads, n_data_seeds >= 2) array; got shape {acc.shape}")
-    if n_tokens is not None and (not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1):
-        raise ValueError(f"n_tokens must be an int >= 1 or None; got {n_tokens!r}")
+    if n_tokens is not None:
+        n_tokens = check_int("n_tokens (or None)", n_tokens, 1)
     first = classify_heads(acc[:, :1], good, bad)
     decided = first != "inconsistent"
     tol = 0.0 if n_tokens is None else 3 * math.sqrt(good * (1 - good) / n_tokens)
@@ -356,7 +405,7 @@ def _check_k(k) -> float:
 
 
 def _as_rows(name: str, a) -> np.ndarray:
-    a = np.asarray(a.detach().cpu() if isinstance(a, Tensor) else a, dtype=float)
+    a = check_real_array(name, a, finite=False)
     if a.ndim < 1 or a.shape[-1] < 1:
         raise ValueError(f"{name} must have a last axis of positions (L >= 1); got shape {a.shape}")
     if np.isnan(a).any():
@@ -384,6 +433,7 @@ def agreement(u, v, k: float = 0.05, reduce: bool = True):
     Returns the mean (``reduce=True``) or the 0/1 array of shape ``u.shape[:-1]``.
     """
     k = _check_k(k)
+    reduce = check_bool("reduce", reduce)
     if np.shape(u) != np.shape(v):
         raise ValueError(f"u and v must have the same shape; got {np.shape(u)} and {np.shape(v)}")
     U, V = _as_rows("u", u), _as_rows("v", v)
@@ -398,7 +448,9 @@ def agreement_by_member(u, v, k: float = 0.05) -> np.ndarray:
     """:func:`agreement` of each member's ``v`` with its ``u``: ``u`` is (S, ..., L) and ``v``
     either the same shape -- giving (S,) -- or (S, E, ..., L), one v per evaluation -- giving
     (S, E)."""
-    u, v = np.asarray(u), np.asarray(v)
+    u, v = check_real_array("u", u, finite=False), check_real_array("v", v, finite=False)
+    if u.ndim < 2:
+        raise ValueError(f"u must be an (S, ..., L) array with a member axis; got shape {u.shape}")
     if v.shape == u.shape:
         return np.array([agreement(u[s], v[s], k) for s in range(u.shape[0])])
     if v.ndim == u.ndim + 1 and v.shape[0] == u.shape[0] and v.shape[2:] == u.shape[1:]:
@@ -438,6 +490,7 @@ def kendall_tau(u, v, reduce: bool = True):
     u or in v. A row that is constant in u or v has no defined τ: it gives NaN and is left out of
     the mean (``reduce=True``; NaN if every row is constant). O(L²) per row, no SciPy needed.
     """
+    reduce = check_bool("reduce", reduce)
     if np.shape(u) != np.shape(v):
         raise ValueError(f"u and v must have the same shape; got {np.shape(u)} and {np.shape(v)}")
     U, V = _as_rows("u", u), _as_rows("v", v)
@@ -463,6 +516,11 @@ def leave_one_out(model, x: Tensor) -> Tensor:
         raise ValueError(f"x must be an (S, B, L) tensor of token ids; got "
                          f"{getattr(x, 'shape', type(x).__name__)}")
     S, B, L = x.shape
+    if L < 2:
+        raise ValueError(f"x must have L >= 2 positions (deleting the only token leaves an empty "
+                         f"sequence); got shape {tuple(x.shape)}")
+    if x.dtype in (torch.bool,) or x.is_floating_point() or x.is_complex():
+        raise TypeError(f"x must hold integer token ids; got dtype {x.dtype}")
     keep = ~torch.eye(L, dtype=torch.bool)
     dropped = x.unsqueeze(2).expand(S, B, L, L)[:, :, keep].reshape(S, B * L, L - 1)
     full = model(x)["logit"]                                                # (S, B)

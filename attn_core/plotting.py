@@ -29,8 +29,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from .checks import check_bool, check_real, check_str
 
 __all__ = ["FRAME_BUDGET_BYTES", "fig_to_png", "figure_slider", "heatmap", "set_style"]
 
@@ -73,8 +77,9 @@ def fig_to_png(fig: Figure, *, dpi: int | None = None) -> bytes:
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure; got {type(fig).__name__}")
+    dpi = DPI if dpi is None else check_real("dpi", dpi, 0.0, low_open=True)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight", dpi=dpi if dpi is not None else DPI)
+    fig.savefig(buf, format="png", bbox_inches="tight", dpi=dpi)
     return buf.getvalue()
 
 
@@ -127,12 +132,22 @@ def figure_slider(
         raise ValueError("values must contain at least one value; got an empty sequence")
     if not callable(draw):
         raise TypeError(f"draw must be callable (value -> Figure); got {type(draw).__name__}")
+    check_str("description", description)
+    check_bool("readout", readout)
     if labels is None:
         labels = [str(v) for v in values]
     else:
         if isinstance(labels, (str, bytes)):
             raise TypeError("labels must be a sequence of strings, not a single string")
-        labels = [str(label) for label in labels]
+        try:
+            labels = list(labels)
+        except TypeError:
+            raise TypeError(f"labels must be a sequence of strings; got "
+                            f"{type(labels).__name__}") from None
+        bad = [label for label in labels if not isinstance(label, str)]
+        if bad:
+            raise TypeError(f"labels must be strings (one per value); got "
+                            f"{type(bad[0]).__name__} {bad[0]!r}")
         if len(labels) != len(values):
             raise ValueError(
                 f"labels must have one entry per value: got {len(labels)} labels "
@@ -190,7 +205,23 @@ def figure_slider(
 
 def heatmap(ax, matrix, *, colorbar: bool = False, **imshow_kwargs):
     """``ax.imshow(matrix)`` for attention maps and count tables, without the style's grid lines
-    (which would cut through the cells). Returns the image; ``colorbar=True`` adds one."""
+    (which would cut through the cells). Returns the image; ``colorbar=True`` adds one.
+
+    ``matrix``: a non-empty 2-D array of numbers (NaN cells are drawn blank), or an (M, N, 3|4)
+    RGB(A) image."""
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes; got {type(ax).__name__}")
+    check_bool("colorbar", colorbar)
+    try:
+        arr = np.asarray(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix)
+    except (TypeError, ValueError):
+        raise TypeError(f"matrix must be a 2-D array of numbers; got a ragged or mixed "
+                        f"{type(matrix).__name__}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"matrix must be an array of numbers; got dtype {arr.dtype}")
+    if not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] in (3, 4))) or arr.size == 0:
+        raise ValueError(f"matrix must be a non-empty 2-D array (or an M x N x 3|4 image); got "
+                         f"shape {arr.shape}")
     im = ax.imshow(matrix, **{"cmap": "viridis", "aspect": "auto", **imshow_kwargs})
     ax.grid(False)
     if colorbar:

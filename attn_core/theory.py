@@ -16,6 +16,8 @@ import math
 import numpy as np
 import torch
 
+from .checks import check_bool, check_int, check_int_array, check_real, check_real_array, check_seeds
+
 __all__ = [
     "gated_loss",
     "gated_flow",
@@ -51,15 +53,24 @@ def _check_p(p) -> float:
     return p
 
 
-def _check_time(t_max, n_steps) -> tuple[float, int]:
+def _check_time(t_max, n_steps, steps_name: str = "n_steps") -> tuple[float, int]:
     t_max = _check_finite("t_max", t_max)
     if t_max <= 0:
         raise ValueError(f"t_max must be > 0; got {t_max}")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)):
-        raise TypeError(f"n_steps must be an int >= 1; got {type(n_steps).__name__}")
+    if isinstance(n_steps, (bool, np.bool_)) or not isinstance(n_steps, (int, np.integer)):
+        raise TypeError(f"{steps_name} must be an int >= 1; got {type(n_steps).__name__}")
     if n_steps < 1:
-        raise ValueError(f"n_steps must be >= 1; got {n_steps}")
+        raise ValueError(f"{steps_name} must be >= 1; got {n_steps}")
     return t_max, int(n_steps)
+
+
+def _check_broadcast(**arrays) -> None:
+    """A ValueError naming the arguments when their shapes do not broadcast together."""
+    try:
+        np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
+        raise ValueError(f"{', '.join(arrays)} must have broadcastable shapes; got {shapes}") from None
 
 
 def _rk4(f, y0: np.ndarray, t_max: float, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,8 +94,16 @@ def gated_loss(beta0, beta1, p):
 
     Scores: ``s0 = β0`` and ``s1 = (1 - p) β0 + p β1``. The blog writes ``L = s1 - s0`` but its
     algebra and gradient flow are those of ``L = s0 - s1 = p (β0 - β1)`` (push the negative score
-    down and the positive one up), which is what this returns.
+    down and the positive one up), which is what this returns. Arguments are finite numbers or
+    arrays of them (broadcast together).
     """
+    b0, b1 = check_real_array("beta0", beta0), check_real_array("beta1", beta1)
+    q = check_real_array("p", p)
+    _check_broadcast(beta0=b0, beta1=b1, p=q)
+    return _gated_loss(b0, b1, q)
+
+
+def _gated_loss(beta0, beta1, p):
     return np.asarray(p) * (np.asarray(beta0) - np.asarray(beta1))
 
 
@@ -105,7 +124,7 @@ def gated_flow(beta0: float, beta1: float, p: float, t_max: float = 3.0, n_steps
 
     tau, ys = _rk4(f, np.array([beta0, beta1, p]), t_max, n_steps)
     return {"tau": tau, "beta0": ys[:, 0], "beta1": ys[:, 1], "p": ys[:, 2],
-            "loss": gated_loss(ys[:, 0], ys[:, 1], ys[:, 2])}
+            "loss": _gated_loss(ys[:, 0], ys[:, 1], ys[:, 2])}
 
 
 def gated_flow_closed_form(beta0: float, beta1: float, p: float, tau):
@@ -120,13 +139,13 @@ def gated_flow_closed_form(beta0: float, beta1: float, p: float, tau):
     then exponential growth. From Δ0 < 0 (the bad start) p first falls.
     """
     beta0, beta1, p = _check_finite("beta0", beta0), _check_finite("beta1", beta1), _check_p(p)
-    tau = np.asarray(tau, dtype=float)
+    tau = check_real_array("tau", tau)
     r = math.sqrt(2.0)
     d0, s = beta1 - beta0, beta0 + beta1
     p_t = p * np.cosh(r * tau) + d0 / r * np.sinh(r * tau)
     d_t = d0 * np.cosh(r * tau) + r * p * np.sinh(r * tau)
     return {"tau": tau, "beta0": (s - d_t) / 2, "beta1": (s + d_t) / 2, "p": p_t,
-            "loss": gated_loss((s - d_t) / 2, (s + d_t) / 2, p_t)}
+            "loss": _gated_loss((s - d_t) / 2, (s + d_t) / 2, p_t)}
 
 
 def _sigmoid(x):
@@ -140,7 +159,15 @@ def _softplus(x):
 
 def gated_ce_loss(beta0, beta1, a):
     """The constrained toy (the blog's note): ``p = σ(a)`` (a softmax over two positions) and a
-    cross-entropy loss ``softplus(s0) + softplus(-s1)`` ({0,0} negative, {0,1} positive)."""
+    cross-entropy loss ``softplus(s0) + softplus(-s1)`` ({0,0} negative, {0,1} positive).
+    Arguments are finite numbers or arrays of them (broadcast together)."""
+    b0, b1 = check_real_array("beta0", beta0), check_real_array("beta1", beta1)
+    a = check_real_array("a", a)
+    _check_broadcast(beta0=b0, beta1=b1, a=a)
+    return _gated_ce_loss(b0, b1, a)
+
+
+def _gated_ce_loss(beta0, beta1, a):
     p = _sigmoid(a)
     s0, s1 = np.asarray(beta0), (1 - p) * beta0 + p * np.asarray(beta1)
     return _softplus(s0) + _softplus(-s1)
@@ -166,7 +193,7 @@ def gated_ce_flow(beta0: float, beta1: float, p: float, t_max: float = 20.0, n_s
     tau, ys = _rk4(lambda y: -_ce_grad(y), np.array([beta0, beta1, math.log(p / (1 - p))]),
                    t_max, n_steps)
     return {"tau": tau, "beta0": ys[:, 0], "beta1": ys[:, 1], "p": _sigmoid(ys[:, 2]),
-            "loss": gated_ce_loss(ys[:, 0], ys[:, 1], ys[:, 2])}
+            "loss": _gated_ce_loss(ys[:, 0], ys[:, 1], ys[:, 2])}
 
 
 def gated_ce_descent(beta0: float, beta1: float, p: float, lr: float, steps: int):
@@ -179,14 +206,14 @@ def gated_ce_descent(beta0: float, beta1: float, p: float, lr: float, steps: int
     lr = _check_finite("lr", lr)
     if lr <= 0:
         raise ValueError(f"lr must be > 0; got {lr}")
-    _, steps = _check_time(1.0, steps)
+    _, steps = _check_time(1.0, steps, "steps")
     ys = np.empty((steps + 1, 3))
     ys[0] = y = np.array([beta0, beta1, math.log(p / (1 - p))])
     for i in range(steps):
         y = y - lr * _ce_grad(y)
         ys[i + 1] = y
     return {"tau": lr * np.arange(steps + 1), "beta0": ys[:, 0], "beta1": ys[:, 1],
-            "p": _sigmoid(ys[:, 2]), "loss": gated_ce_loss(ys[:, 0], ys[:, 1], ys[:, 2])}
+            "p": _sigmoid(ys[:, 2]), "loss": _gated_ce_loss(ys[:, 0], ys[:, 1], ys[:, 2])}
 
 
 # --------------------------------------------------------------------------- SEN (chapter 2)
@@ -195,16 +222,21 @@ def sen_curve(score, m: int):
 
         ‖v‖ = sqrt(2 (s + (e^s - 1) / m)),   with v = ‖q‖ ν
 
-    ``m`` is the number of non-topic words per sentence (>= 1); defined for s >= 0.
+    ``m`` is the number of non-topic words per sentence (>= 1); defined for finite s >= 0.
     """
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
-        raise TypeError(f"m must be an int >= 1; got {type(m).__name__}")
-    if m < 1:
-        raise ValueError(f"m (non-topic words per sentence) must be >= 1; got {m}")
-    s = np.asarray(score, dtype=float)
+    m = _check_m(m)
+    s = check_real_array("score", score)
     if np.any(s < 0):
         raise ValueError("score must be >= 0 (the SEN curve starts at the zero-score init)")
     return np.sqrt(2.0 * (s + np.expm1(s) / m))
+
+
+def _check_m(m) -> int:
+    if isinstance(m, (bool, np.bool_)) or not isinstance(m, (int, np.integer)):
+        raise TypeError(f"m must be an int >= 1; got {type(m).__name__}")
+    if m < 1:
+        raise ValueError(f"m (non-topic words per sentence) must be >= 1; got {m}")
+    return int(m)
 
 
 # --------------------------------------------------------------------------- count table (ch. 3-4)
@@ -233,8 +265,9 @@ def sen_relative_gap(score, norm, m: int, min_norm: float = 0.1) -> float:
     which Corollary 1 neglects). A point with ‖v‖ > min_norm but a negative score is off the
     curve altogether and gives ``inf``. Returns NaN when no point qualifies.
     """
-    s = np.asarray(score, dtype=float)
-    v = np.asarray(norm, dtype=float)
+    m = _check_m(m)
+    s = check_real_array("score", score)
+    v = check_real_array("norm", norm)
     if s.shape != v.shape:
         raise ValueError(f"score and norm must have the same shape; got {s.shape} and {v.shape}")
     min_norm = _check_finite("min_norm", min_norm)
@@ -252,8 +285,8 @@ def _corpus_sizes(pairs, n_in, n_out) -> tuple[int, int]:
     """Vocabulary sizes for a checked corpus: the given ones, or the largest ids + 1."""
     hi_in = max(int(x.max()) for x, _ in pairs) + 1
     hi_out = max(int(y.max()) for _, y in pairs) + 1
-    n_in = hi_in if n_in is None else n_in
-    n_out = hi_out if n_out is None else n_out
+    n_in = hi_in if n_in is None else check_int("n_in", n_in)
+    n_out = hi_out if n_out is None else check_int("n_out", n_out)
     if n_in < hi_in or n_out < hi_out:
         raise ValueError(f"n_in/n_out ({n_in}, {n_out}) smaller than the ids used ({hi_in}, {hi_out})")
     return n_in, n_out
@@ -263,22 +296,33 @@ def _check_corpus(sources, targets):
     """Validate a parallel corpus; return a list of (x, y) int64 arrays."""
     if isinstance(sources, (str, bytes)) or isinstance(targets, (str, bytes)):
         raise TypeError("sources and targets must be sequences of token-id sequences, not strings")
-    if isinstance(sources, np.ndarray) or hasattr(sources, "numpy"):
-        sources = np.asarray(sources)
-    if isinstance(targets, np.ndarray) or hasattr(targets, "numpy"):
-        targets = np.asarray(targets)
+    for name, side in (("sources", sources), ("targets", targets)):
+        if not isinstance(side, (list, tuple, np.ndarray, torch.Tensor)):
+            raise TypeError(f"{name} must be a sequence of token-id sequences (or a 2-D integer "
+                            f"array); got {type(side).__name__}")
+    if isinstance(sources, torch.Tensor):
+        sources = sources.detach().cpu().numpy()
+    if isinstance(targets, torch.Tensor):
+        targets = targets.detach().cpu().numpy()
     if len(sources) == 0:
         raise ValueError("sources is empty: the corpus needs at least one sentence pair")
     if len(sources) != len(targets):
         raise ValueError(f"sources and targets must pair up; got {len(sources)} sources and "
                          f"{len(targets)} targets")
-    pairs = [(np.asarray(x, dtype=np.int64).ravel(), np.asarray(y, dtype=np.int64).ravel())
-             for x, y in zip(sources, targets)]
-    for m, (x, y) in enumerate(pairs):
+    # a 2-D array is checked in one go (ids are ints >= 0: floats such as 1.7 are not truncated)
+    whole = [isinstance(side, np.ndarray) and side.ndim == 2 and side.size > 0
+             for side in (sources, targets)]
+    if whole[0]:
+        sources = check_int_array("sources", sources, 0)
+    if whole[1]:
+        targets = check_int_array("targets", targets, 0)
+    pairs = []
+    for m, (x, y) in enumerate(zip(sources, targets)):
+        x = x if whole[0] else check_int_array(f"sources[{m}]", x, 0, ndim=1, allow_empty=True)
+        y = y if whole[1] else check_int_array(f"targets[{m}]", y, 0, ndim=1, allow_empty=True)
         if len(x) == 0 or len(y) == 0:
             raise ValueError(f"sentence pair {m} has an empty side")
-        if x.min() < 0 or y.min() < 0:
-            raise ValueError(f"token ids must be >= 0 (pair {m})")
+        pairs.append((x, y))
     return pairs
 
 
@@ -292,7 +336,7 @@ def ibm1_translation(C) -> np.ndarray:
     first EM iteration of IBM Model 1 from a uniform start (see :func:`ibm1_em`): with uniform
     translation probabilities the E-step's alignment posterior is 1/L_m, the uniform attention.
     """
-    C = np.asarray(C, dtype=float)
+    C = check_real_array("C (the count table)", C, finite=False)
     if C.ndim != 2 or min(C.shape) < 1:
         raise ValueError(f"C must be a non-empty 2-D count table; got shape {C.shape}")
     if np.any(C < 0) or not np.all(np.isfinite(C)):
@@ -312,9 +356,9 @@ def ibm1_probe(trans, source, target) -> tuple[np.ndarray, np.ndarray]:
     ``source`` (L,) and ``target`` (T,) token ids. Returns ``(beta, alpha)``, each (T, L).
     α^IBM is also the E-step's alignment posterior of IBM Model 1 for this pair.
     """
-    trans = np.asarray(trans, dtype=float)
-    x = np.asarray(source, dtype=np.int64).ravel()
-    y = np.asarray(target, dtype=np.int64).ravel()
+    trans = check_real_array("trans", trans)
+    x = check_int_array("source", source, None, ndim=1, allow_empty=True)
+    y = check_int_array("target", target, None, ndim=1, allow_empty=True)
     if trans.ndim != 2:
         raise ValueError(f"trans must be a 2-D |I| x |O| table; got shape {trans.shape}")
     if len(x) == 0 or len(y) == 0:
@@ -355,7 +399,8 @@ def ibm1_em(sources, targets, n_in: int | None = None, n_out: int | None = None,
     decreases it).
     """
     pairs = _check_corpus(sources, targets)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
+    null = check_bool("null", null)
+    if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)):
         raise TypeError(f"iterations must be an int >= 1; got {type(iterations).__name__}")
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1; got {iterations}")
@@ -366,7 +411,7 @@ def ibm1_em(sources, targets, n_in: int | None = None, n_out: int | None = None,
     if init is None:
         trans = np.full((rows, n_out), 1.0 / n_out)
     else:
-        trans = np.array(init, dtype=float)
+        trans = check_real_array("init", init).copy()
         if trans.shape != (rows, n_out):
             raise ValueError(f"init must have shape {(rows, n_out)}; got {trans.shape}")
         if np.any(trans < 0) or not np.all(np.isfinite(trans)):
@@ -409,11 +454,14 @@ def dictionary_recovery(trans, dictionary) -> float:
     is the true one ``dictionary[i]`` (a hidden word-to-word dictionary, e.g.
     :attr:`~attn_core.data.ParallelCorpusTask.dictionary`). Rows beyond ``len(dictionary)``
     (the NULL word) are ignored."""
-    trans = np.asarray(trans, dtype=float)
-    d = np.asarray(dictionary, dtype=np.int64).ravel()
+    trans = check_real_array("trans", trans)
+    d = check_int_array("dictionary", dictionary, 0, ndim=1, allow_empty=True)
     if trans.ndim != 2 or trans.shape[0] < len(d) or len(d) == 0:
         raise ValueError(f"trans ({trans.shape}) must have at least one row per dictionary entry "
                          f"({len(d)}), and the dictionary must not be empty")
+    if d.max() >= trans.shape[1]:
+        raise ValueError(f"dictionary must hold output word ids in [0, {trans.shape[1] - 1}] "
+                         f"(trans has {trans.shape[1]} columns); got {d.max()}")
     return float(np.mean(trans[: len(d)].argmax(1) == d))
 
 
@@ -432,14 +480,22 @@ def proxy_init_velocity(sources, targets, n_in: int, n_out: int, dims, seeds=(0,
     """
     from .models import BagOfWordsProxy
 
-    src = torch.as_tensor(np.asarray(sources), dtype=torch.long)
-    tgt = torch.as_tensor(np.asarray(targets), dtype=torch.long)
-    if src.dim() != 2 or tgt.dim() != 2 or src.shape[0] != tgt.shape[0] or src.shape[0] == 0:
-        raise ValueError("sources and targets must be non-empty (M, L) and (M, T) arrays that pair up")
+    n_in, n_out = check_int("n_in", n_in), check_int("n_out", n_out, 2)
+    src = check_int_array("sources", sources, 0, n_in - 1, allow_empty=True)
+    tgt = check_int_array("targets", targets, 0, n_out - 1, allow_empty=True)
+    if src.ndim != 2 or tgt.ndim != 2 or src.shape[0] != tgt.shape[0] or src.size == 0 \
+            or tgt.size == 0:
+        raise ValueError("sources and targets must be non-empty (M, L) and (M, T) arrays that pair "
+                         f"up; got shapes {src.shape} and {tgt.shape}")
+    src, tgt = torch.from_numpy(src), torch.from_numpy(tgt)
+    if isinstance(dims, (int, np.integer)):
+        raise TypeError(f"dims must be a sequence of widths (ints >= 1); got the int {dims!r}")
+    dims = check_int_array("dims", dims, 1, ndim=1).tolist()
+    seeds = check_seeds("seeds", seeds)
     out = np.empty((len(dims), len(seeds), n_in, n_out))
     for a, d in enumerate(dims):
         for b, s in enumerate(seeds):
-            model = BagOfWordsProxy(n_in, n_out, dim=int(d), seeds=[int(s)]).double()
+            model = BagOfWordsProxy(n_in, n_out, dim=d, seeds=[s]).double()
             logp = torch.log_softmax(model(src.unsqueeze(0)), -1)          # (1, M, O)
             loss = -logp[0].gather(1, tgt).sum()
             g_e, g_w = torch.autograd.grad(loss, [model.e, model.W])
@@ -461,11 +517,43 @@ def _project_simplex(v: np.ndarray) -> np.ndarray:
 
 def attention_loss(alpha, gammas, target: int, gamma_s=None) -> float:
     """SZKS A.1, Eq. 23-25: the loss ``-log softmax(Σ_l α_l γ_l + γ_s)_target`` of an output layer
-    that sees the attention-weighted logits ``γ_l = W_c h_l`` (rows of ``gammas``, L × |O|)."""
-    g = np.asarray(gammas, dtype=float)
-    z = np.asarray(alpha, dtype=float) @ g + (0.0 if gamma_s is None else np.asarray(gamma_s, float))
+    that sees the attention-weighted logits ``γ_l = W_c h_l`` (rows of ``gammas``, L × |O|);
+    ``alpha`` (L,) is the attention and ``gamma_s`` (|O|,) an optional offset."""
+    g = _check_gammas(gammas)
+    a = check_real_array("alpha", alpha, ndim=1)
+    if a.shape != (g.shape[0],):
+        raise ValueError(f"alpha must have one weight per row of gammas ({g.shape[0]}); got "
+                         f"shape {a.shape}")
+    target = _check_target(target, g.shape[1])
+    z = a @ g + _check_gamma_s(gamma_s, g.shape[1])
     zmax = z.max()
     return float(zmax + np.log(np.exp(z - zmax).sum()) - z[target])
+
+
+def _check_gammas(gammas) -> np.ndarray:
+    g = check_real_array("gammas", gammas, finite=False)
+    if g.ndim != 2 or g.shape[0] < 1 or g.shape[1] < 2:
+        raise ValueError(f"gammas must be an L x |O| array with |O| >= 2; got shape {g.shape}")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("gammas must be finite")
+    return g
+
+
+def _check_target(target, n_out: int) -> int:
+    if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) \
+            or not 0 <= target < n_out:
+        raise ValueError(f"target must be an output index in [0, {n_out - 1}]; got {target!r}")
+    return int(target)
+
+
+def _check_gamma_s(gamma_s, n_out: int) -> np.ndarray:
+    if gamma_s is None:
+        return np.zeros(n_out)
+    gs = check_real_array("gamma_s", gamma_s)
+    if gs.shape != (n_out,):
+        raise ValueError(f"gamma_s must have one entry per output (|O| = {n_out},); got shape "
+                         f"{gs.shape}")
+    return gs
 
 
 def optimal_attention(gammas, target: int = 0, gamma_s=None, method: str = "projected",
@@ -487,13 +575,8 @@ def optimal_attention(gammas, target: int = 0, gamma_s=None, method: str = "proj
     The paper's counter-example: γ_1 = [0, 0, 0], γ_2 = [0, -10, 5], γ_3 = [0, 5, -10], target 0:
     β_1 = 1/3 is by far the largest, yet α_opt = (0, ½, ½).
     """
-    g = np.asarray(gammas, dtype=float)
-    if g.ndim != 2 or g.shape[0] < 1 or g.shape[1] < 2:
-        raise ValueError(f"gammas must be an L x |O| array with |O| >= 2; got shape {g.shape}")
-    if not np.all(np.isfinite(g)):
-        raise ValueError("gammas must be finite")
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < g.shape[1]:
-        raise ValueError(f"target must be an output index in [0, {g.shape[1] - 1}]; got {target!r}")
+    g = _check_gammas(gammas)
+    target = _check_target(target, g.shape[1])
     if method not in ("projected", "exponentiated"):
         raise ValueError(f"method must be 'projected' or 'exponentiated'; got {method!r}")
     if lr is None:
@@ -501,8 +584,9 @@ def optimal_attention(gammas, target: int = 0, gamma_s=None, method: str = "proj
     lr = _check_finite("lr", lr)
     if lr <= 0:
         raise ValueError(f"lr must be > 0; got {lr}")
-    _, steps = _check_time(1.0, steps)
-    gs = np.zeros(g.shape[1]) if gamma_s is None else np.asarray(gamma_s, dtype=float)
+    _, steps = _check_time(1.0, steps, "steps")
+    tol = check_real("tol", tol, 0.0)
+    gs = _check_gamma_s(gamma_s, g.shape[1])
     L = g.shape[0]
     alpha = np.full(L, 1.0 / L)
     losses = [attention_loss(alpha, g, target, gs)]

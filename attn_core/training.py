@@ -7,11 +7,13 @@ head initialisations -- and returns a :class:`History`. It runs them either
   optimiser over the stacked parameters minimising ``Σ_i loss_i``. Adam and SGD are elementwise,
   so this is exactly S independent optimisers; or
 - **looped**: S one-member models trained one after another (the way the papers' code does it,
-  using PyTorch's fused LSTM kernels).
+  using PyTorch's fused LSTM kernels) -- on the CPU spread over ``ATTN_WORKERS`` worker
+  processes (joblib/loky, one per core by default), with bitwise the same numbers as one
+  process.
 
-Both give the same numbers up to float rounding (``tests/test_engine.py`` checks < 1e-5).
-``execution="auto"`` picks batched on CUDA (it removes S-fold kernel-launch latency) and, on the
-CPU, the faster of the two for the model at hand (see :func:`choose_execution`).
+Batched and looped give the same numbers up to float rounding (``tests/test_engine.py`` checks
+< 1e-5). ``execution="auto"`` follows a fixed rule (:func:`choose_execution`: batched on CUDA,
+looped on the CPU), so a seed gives bitwise the same numbers in any process on one machine.
 
 History schema (all numpy):
 
@@ -27,16 +29,17 @@ History schema (all numpy):
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
+from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
-from .config import SEED_SALTS, get_device
+from .checks import check_bool, check_choice, check_int, check_real
+from .config import SEED_SALTS, env_workers, get_device
 from .stacked import StackedModule, stack_members
 
 __all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
@@ -114,6 +117,9 @@ class Trainer:
         device: torch device (default: CUDA when available, else CPU).
         progress: show a tqdm progress bar.
         desc: the progress bar's label.
+        workers: worker processes for looped execution on the CPU (default ``ATTN_WORKERS``,
+            itself defaulting to the cores this process may use); 1 trains in this process.
+            Results are bitwise equal for any number of workers.
     """
 
     steps: int
@@ -126,24 +132,23 @@ class Trainer:
     device: str | torch.device | None = None
     progress: bool = True
     desc: str = "training"
+    workers: int | None = None
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "eval_every"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise TypeError(f"{name} must be an int >= 1; got {type(v).__name__}")
-            if v < 1:
-                raise ValueError(f"{name} must be >= 1; got {v}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {self.optimizer!r}")
+            setattr(self, name, check_int(name, getattr(self, name)))
+        self.optimizer = check_choice("optimizer", self.optimizer, tuple(OPTIMIZERS))
         if self.lr is None:
             self.lr = _DEFAULT_LR[self.optimizer]
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite number > 0; got {self.lr!r}")
-        if self.execution not in EXECUTIONS:
-            raise ValueError(f"execution must be one of {EXECUTIONS}; got {self.execution!r}")
-        if self.eval_batch_size is None:
-            self.eval_batch_size = self.batch_size
+        self.lr = check_real("lr", self.lr, 0.0, low_open=True)
+        self.execution = check_choice("execution", self.execution, EXECUTIONS)
+        self.eval_batch_size = (self.batch_size if self.eval_batch_size is None
+                                else check_int("eval_batch_size", self.eval_batch_size))
+        if self.workers is not None:
+            self.workers = check_int("workers", self.workers)
+        check_bool("progress", self.progress)
+        if not isinstance(self.desc, str):
+            raise TypeError(f"desc must be a string; got {type(self.desc).__name__}")
         self.device = get_device(self.device)
 
     # ----------------------------------------------------------------------------------- API
@@ -186,26 +191,27 @@ class Trainer:
                 raise ValueError(f"member_kwargs[{k!r}] must have one entry per seed "
                                  f"({len(seeds)}); got {len(v)}")
 
-        def build(idx):
-            return model_fn(seeds=[seeds[i] for i in idx],
-                            **{k: [v[i] for i in idx] for k, v in member_kwargs.items()})
-
         execution = self.execution
         if execution == "auto":
-            execution = choose_execution(build, task, len(seeds), self.device, self.batch_size,
-                                         key=(repr(model_fn), repr(member_kwargs)))
+            execution = choose_execution(len(seeds), self.device)
+        groups = ([list(range(len(seeds)))] if execution == "batched"
+                  else [[i] for i in range(len(seeds))])
+        jobs = [(model_fn, [seeds[i] for i in g], {k: [v[i] for i in g]
+                                                   for k, v in member_kwargs.items()},
+                 [data_seeds[i] for i in g]) for g in groups]
+        n_workers = self._workers(len(groups))
         t0 = time.perf_counter()
-        if execution == "batched":
-            groups = [list(range(len(seeds)))]
-        else:
-            groups = [[i] for i in range(len(seeds))]
         # mininterval: at most one redraw every 2 s. In a notebook each redraw is a widget message;
         # a long cell flooding the kernel's IOPub channel makes it drop messages (nbval then
         # times out waiting for the cell's output).
-        bar = tqdm(total=self.steps * len(groups), desc=f"{self.desc} [{execution}, S={len(seeds)}]",
+        where = f", {n_workers} workers" if n_workers > 1 else ""
+        bar = tqdm(total=self.steps * len(groups),
+                   desc=f"{self.desc} [{execution}, S={len(seeds)}{where}]",
                    disable=not self.progress, leave=False, mininterval=2.0)
-        results = [self._fit_group(lambda g=g: build(g), len(g), task,
-                                   [data_seeds[i] for i in g], probes, bar) for g in groups]
+        if n_workers > 1:
+            results = self._fit_in_workers(jobs, task, probes, bar, n_workers)
+        else:
+            results = [self._fit_group(*job, task, probes, bar) for job in jobs]
         bar.close()
         models = [r[0] for r in results]
         model = models[0] if len(models) == 1 else stack_members(models)
@@ -220,12 +226,37 @@ class Trainer:
                     "lr": self.lr, "eval_every": self.eval_every, "device": str(self.device)},
         )
 
+    def _workers(self, n_groups: int) -> int:
+        """How many worker processes train the groups: 1 (in this process) on CUDA, for a single
+        group, or when ``workers``/``ATTN_WORKERS`` is 1; else up to that many."""
+        if self.device.type != "cpu" or n_groups < 2:
+            return 1
+        return min(self.workers if self.workers is not None else env_workers(), n_groups)
+
+    def _fit_in_workers(self, jobs, task, probes, bar, n_workers):
+        """Train the groups in ``n_workers`` loky processes (kept alive between calls), each
+        with this process's torch thread count; every group computes exactly what it would
+        compute here, so the results are bitwise equal to the in-process loop. The bar advances
+        as each group finishes; an exception in a worker is re-raised here with its traceback."""
+        threads = torch.get_num_threads()
+        out: list = [None] * len(jobs)
+        parallel = Parallel(n_jobs=n_workers, backend="loky", return_as="generator_unordered")
+        tasks = (delayed(_worker_fit)(self, i, job, task, probes, threads)
+                 for i, job in enumerate(jobs))
+        for i, result in parallel(tasks):
+            out[i] = result
+            bar.update(self.steps)
+        return out
+
     # ------------------------------------------------------------------------------ internals
-    def _fit_group(self, build, n_members, task, data_seeds, probes, bar):
+    def _fit_group(self, model_fn, seeds, member_kwargs, data_seeds, task, probes, bar=None):
+        """Train one group of members (one stacked model) and return what it recorded."""
         device = self.device
-        model = build().to(device)
+        n_members = len(seeds)
+        model = model_fn(seeds=seeds, **member_kwargs)
         if not isinstance(model, StackedModule):
             raise TypeError(f"model_fn must return a StackedModule; got {type(model).__name__}")
+        model = model.to(device)
         if model.n_members != n_members:
             raise ValueError(f"model_fn(seeds=...) built {model.n_members} members for "
                              f"{n_members} seeds")
@@ -267,6 +298,8 @@ class Trainer:
             loss.sum().backward()  # Σ_i loss_i: member i's gradient is ∇ loss_i alone
             opt.step()
             losses[:, step] = loss.detach().cpu()
+            if bar is None:
+                continue
             bar.update(1)
             if step % 10 == 0 or step == self.steps - 1:
                 # mean training loss over members, and the last evaluation's metrics
@@ -292,63 +325,26 @@ def _check_seed_list(name: str, seeds) -> list[int]:
 
 
 # ------------------------------------------------------------------------ execution choice
-_CHOICES: dict[tuple, str] = {}
+def choose_execution(n_members: int, device=None) -> str:
+    """What ``execution="auto"`` runs: a fixed rule, never a timing, so the same call gives
+    bitwise the same numbers in every process.
 
-
-#: On the CPU, batched execution must beat the loop by this factor to be chosen: timings of a
-#: few steps are noisy, and a tie goes to the loop (PyTorch's fused kernels, the papers' way).
-CPU_BATCHED_MARGIN = 0.8
-
-
-def choose_execution(build, task, n_members: int, device, batch_size: int = 32,
-                     calibration_steps: int = 2, key=None) -> str:
-    """Pick ``"batched"`` or ``"looped"`` for S = ``n_members`` models.
-
-    Rule: one member -> looped (there is nothing to batch); CUDA -> batched (one kernel launch
-    instead of S); CPU -> a quick calibration on throwaway models and data: time one step of a
-    single model (t1), then steps of the S-member model (tS), and choose batched only if
-    ``tS < CPU_BATCHED_MARGIN * S * t1``. The batched timing stops as soon as a step exceeds
-    that bound, so the calibration costs about one batched step where batching loses. Measured
-    on a 2-core CPU (``benchmarks/bench_engine.py``): PyTorch's fused LSTM kernel makes the loop
-    as fast as or faster than batching for the LSTM models, so they run looped there. The choice
-    is cached per architecture, task and S for the session; it never touches the run's own models
-    or generators, so it cannot change results beyond float rounding.
+    One member, or the CPU -> ``"looped"`` (one model after another with PyTorch's fused RNN
+    kernels, spread over the worker processes; measured on a 2-core CPU the loop is as fast
+    as batching or faster for the LSTMs, and two workers beat batching for every model of the
+    book); CUDA with S > 1 -> ``"batched"`` (one kernel launch instead of S).
     """
+    n_members = check_int("n_members", n_members)
     device = get_device(device)
-    if n_members == 1:
-        return "looped"
-    if device.type == "cuda":
+    if n_members > 1 and device.type == "cuda":
         return "batched"
-    key = (key if key is not None else repr(build), repr(task), n_members, str(device), batch_size)
-    if key not in _CHOICES:
-        t_single = _time_steps(build([0]), task, device, batch_size, calibration_steps)
-        bound = CPU_BATCHED_MARGIN * n_members * t_single
-        t_batched = _time_steps(build(list(range(n_members))), task, device, batch_size,
-                                calibration_steps, give_up_after=bound)
-        _CHOICES[key] = "batched" if t_batched < bound else "looped"
-    return _CHOICES[key]
+    return "looped"
 
 
-def _time_steps(model, task, device, batch_size, n_steps, give_up_after=math.inf) -> float:
-    """Fastest of ``n_steps`` timed optimiser steps (after one warm-up step); returns early
-    (with that step's time) once a step takes longer than ``give_up_after`` seconds."""
-    model = model.to(device)
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-    g = torch.Generator().manual_seed(SEED_SALTS["calibration"])
-    batch = _stack_batches([task.sample(g, batch_size) for _ in range(model.n_members)], device)
-    best = math.inf
-    for i in range(n_steps + 1):  # the first step warms up: counted only to give up early
-        t0 = time.perf_counter()
-        loss = model.loss(batch)
-        opt.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        opt.step()
-        dt = time.perf_counter() - t0
-        if dt > give_up_after:
-            return dt
-        if i:
-            best = min(best, dt)
-    return best
+def _worker_fit(trainer: "Trainer", index: int, job, task, probes, threads: int):
+    """One group's training in a worker process (see :meth:`Trainer._fit_in_workers`)."""
+    torch.set_num_threads(threads)
+    return index, trainer._fit_group(*job, task, probes)
 
 
 def train(model_fn, task, seeds: Sequence[int], steps: int, data_seeds=None, probes=(),

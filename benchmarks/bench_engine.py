@@ -1,15 +1,22 @@
-"""Benchmark: S seq2seq models trained looped vs batched, at the fast size and the paper size.
+"""Benchmark: the engine on every core, and how close a training step runs to this CPU's limit.
 
-Two models: chapter 4's one-head LSTM (``lstm``) and chapter 5's one-head GRU with a per-head
-context projection (``gru-proj``, the authors' multi-head model with K = 1).
+Two tables, measured side by side in one run:
 
-Prints seconds per training step (all S models) for each execution and the ratio looped/batched,
-the engine's automatic choice, and writes the table as JSON. Not a test: timings depend on the
-machine and on what else it is doing.
+1. **Workers**: wall time of ``attn_core.training.train`` for S = 2, 4, 8, 20 members
+   (chapter 4's seq2seq, looped, ``--steps`` Adam steps) with 1 worker (in this process) and
+   with N workers (default: the cores this process may use), at the fast and paper sizes;
+   the ratio is the speed-up. The worker pool is started once before timing (a notebook keeps
+   it alive between cells, as joblib/loky does).
+2. **FLOP efficiency**: seconds per optimiser step of one model at each size, its counted
+   FLOPs (forward by hand -- torch's FLOP counter skips the fused RNN ops -- and backward as
+   2x forward), the achieved GFLOP/s and that as a fraction of this machine's single-core
+   float32 matmul rate (measured here, 1024x1024 @ 1024x1024).
 
-    python benchmarks/bench_engine.py                    # CPU (1 thread) or CUDA if present
-    python benchmarks/bench_engine.py --steps 5 --out benchmarks/engine.json
-    python benchmarks/bench_engine.py --models gru-proj --sizes "fast (L=20, hidden 64, batch 32)"
+On CUDA it also prints the looped-vs-batched table (batching removes S-fold launch latency).
+Not a test: timings depend on the machine and its load; read the ratios.
+
+    python benchmarks/bench_engine.py                         # both sizes, S = 2 4 8 20
+    python benchmarks/bench_engine.py --sizes fast --steps 5 --out benchmarks/engine.json
 """
 
 from __future__ import annotations
@@ -25,84 +32,129 @@ import time
 import torch
 
 import attn_core
+from attn_core.config import available_cores
 from attn_core.data import CopyTask
 from attn_core.models import Seq2Seq
-from attn_core.training import _stack_batches, choose_execution
+from attn_core.training import train
 
 SIZES = {
-    "fast (L=20, hidden 64, batch 32)": dict(length=20, hidden=64, batch=32),
-    "paper (L=40, hidden 256, batch 128)": dict(length=40, hidden=256, batch=128),
-}
-
-MODELS = {
-    "lstm": dict(cell="lstm"),
-    "gru-proj": dict(cell="gru", head_proj=True),
+    "fast": dict(length=20, hidden=64, batch=32, label="fast (L=20, hidden 64, batch 32)"),
+    "paper": dict(length=40, hidden=256, batch=128, label="paper (L=40, hidden 256, batch 128)"),
 }
 
 
-def _sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+def step_flops(L: int, H: int, B: int, V: int, E: int | None = None, cell: str = "lstm",
+               K: int = 1) -> float:
+    """FLOPs of one training step of the seq2seq with Luong attention (T = L output steps):
+    forward counted by hand (2 per multiply-add), backward taken as twice the forward."""
+    E = E or H
+    T, gates = L, (4 if cell == "lstm" else 3)
+    rnn = lambda n: n * 2 * B * gates * H * (E + H)            # input and hidden projections
+    attn = 2 * B * T * H * H * K + 2 * 2 * B * T * L * H * K    # s W, (s W) h, context
+    out = 2 * B * T * (2 * H) * H + 2 * B * T * H * V          # W_c [s; c], W_o
+    return 3.0 * (rnn(L) + rnn(T) + attn + out)
 
 
-def time_per_step(model, task, batch_size, device, steps) -> float:
-    """Median seconds of one optimiser step (forward, backward, Adam) of a stacked model."""
-    model = model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    gens = [torch.Generator().manual_seed(i) for i in range(model.n_members)]
-    times = []
-    for i in range(steps + 1):
-        batch = _stack_batches([task.sample(g, batch_size) for g in gens], device)
-        _sync(device)
-        t0 = time.perf_counter()
-        loss = model.loss(batch)
-        opt.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        opt.step()
-        _sync(device)
-        if i:  # the first step warms up
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def matmul_gflops(n: int = 1024, reps: int = 10) -> float:
+    """Single-thread float32 matmul rate (GFLOP/s), best of ``reps``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(reps))
+    torch.set_num_threads(threads)
+    return 2 * n ** 3 / best / 1e9
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def time_train(fn, task, S: int, batch: int, steps: int, workers: int, device) -> float:
+    return _timed(lambda: train(fn, task, list(range(S)), steps=steps, batch_size=batch,
+                                eval_every=steps, progress=False, execution="looped",
+                                workers=workers, device=device))
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=3, help="timed steps per measurement (default 3)")
-    ap.add_argument("--members", type=int, nargs="+", default=[1, 5, 20])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=3, help="training steps per run (default 3)")
+    ap.add_argument("--members", type=int, nargs="+", default=[2, 4, 8, 20])
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
-    ap.add_argument("--models", nargs="+", default=["lstm"], choices=list(MODELS))
+    ap.add_argument("--workers", type=int, default=available_cores(),
+                    help="the N of '1 vs N workers' (default: the cores this process may use)")
     ap.add_argument("--out", default="benchmarks/engine.json")
     args = ap.parse_args()
     device = attn_core.get_device()
     print(attn_core.describe())
-    rows = []
-    header = f"{'model':9s} {'size':38s} {'S':>3s} {'looped s/step':>14s} {'batched s/step':>15s} {'looped/batched':>15s} {'auto':>8s}"
-    print(header)
-    print("-" * len(header))
-    for model, size in ((m, s) for m in args.models for s in args.sizes):
-        cfg = SIZES[size]
-        task = CopyTask(cfg["length"])
-        fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=cfg["hidden"], hidden=cfg["hidden"],
-                               **MODELS[model])
-        single = time_per_step(fn(seeds=[0]), task, cfg["batch"], device, args.steps)
+    peak = matmul_gflops()
+    print(f"single-core float32 matmul (1024^3): {peak:.1f} GFLOP/s")
+    rows, eff = [], []
+
+    print(f"\n1 vs {args.workers} workers, {args.steps} steps of S looped models (wall seconds)")
+    head = f"{'size':36s} {'S':>3s} {'1 worker':>9s} {f'{args.workers} workers':>10s} {'speed-up':>9s}"
+    print(head + "\n" + "-" * len(head))
+    for size in args.sizes:
+        c = SIZES[size]
+        task = CopyTask(c["length"])
+        fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
+                               hidden=c["hidden"])
+        time_train(fn, task, 2, c["batch"], 1, args.workers, device)  # start the worker pool
         for S in args.members:
-            looped = S * single  # S one-member models, one after another (fused kernels)
-            batched = single if S == 1 else time_per_step(fn(seeds=list(range(S))), task,
-                                                          cfg["batch"], device, args.steps)
-            auto = choose_execution(lambda idx: fn(seeds=list(idx)), task, S, device, cfg["batch"],
-                                    key=(model, size, S))
-            row = dict(model=model, size=size, members=S, looped_s_per_step=looped, batched_s_per_step=batched,
-                       ratio_looped_over_batched=looped / batched, auto=auto)
-            rows.append(row)
-            print(f"{model:9s} {size:38s} {S:3d} {looped:14.4f} {batched:15.4f} {looped / batched:14.2f}x {auto:>8s}")
-    meta = dict(device=str(device), device_name=(torch.cuda.get_device_name(0) if device.type == "cuda"
+            t1 = time_train(fn, task, S, c["batch"], args.steps, 1, device)
+            tn = time_train(fn, task, S, c["batch"], args.steps, args.workers, device)
+            rows.append(dict(size=c["label"], members=S, steps=args.steps, one_worker_s=t1,
+                             n_workers=args.workers, n_workers_s=tn, speedup=t1 / tn))
+            print(f"{c['label']:36s} {S:3d} {t1:9.2f} {tn:10.2f} {t1 / tn:8.2f}x")
+
+    print("\nFLOP efficiency of one model's training step (1 thread)")
+    head = (f"{'size':36s} {'s/step':>7s} {'GFLOP/step':>11s} {'GFLOP/s':>8s} "
+            f"{'of matmul':>10s}")
+    print(head + "\n" + "-" * len(head))
+    for size in args.sizes:
+        c = SIZES[size]
+        task = CopyTask(c["length"])
+        fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
+                               hidden=c["hidden"])
+        times = [time_train(fn, task, 1, c["batch"], args.steps + 1, 1, device)
+                 / (args.steps + 1) for _ in range(3)]
+        s_step = statistics.median(times)
+        flops = step_flops(c["length"], c["hidden"], c["batch"], task.model_vocab)
+        eff.append(dict(size=c["label"], s_per_step=s_step, gflop_per_step=flops / 1e9,
+                        gflops=flops / s_step / 1e9, fraction_of_matmul=flops / s_step / 1e9 / peak))
+        print(f"{c['label']:36s} {s_step:7.4f} {flops / 1e9:11.3f} {flops / s_step / 1e9:8.1f} "
+              f"{flops / s_step / 1e9 / peak:9.0%}")
+
+    cuda_rows = []
+    if device.type == "cuda":
+        print("\nCUDA: looped vs batched, seconds for the run")
+        for size in args.sizes:
+            c = SIZES[size]
+            task = CopyTask(c["length"])
+            fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
+                                   hidden=c["hidden"])
+            for S in args.members:
+                run = lambda ex: _timed(lambda: train(fn, task, list(range(S)), steps=args.steps,
+                                                      batch_size=c["batch"], progress=False,
+                                                      execution=ex, eval_every=args.steps))
+                lo, ba = run("looped"), run("batched")
+                cuda_rows.append(dict(size=c["label"], members=S, looped_s=lo, batched_s=ba))
+                print(f"{c['label']:36s} {S:3d} looped {lo:7.2f} batched {ba:7.2f} "
+                      f"ratio {lo / ba:5.2f}x")
+
+    meta = dict(device=str(device), device_name=(torch.cuda.get_device_name(0)
+                                                 if device.type == "cuda"
                                                  else platform.processor() or platform.machine()),
-                cpu_count=os.cpu_count(), torch_threads=torch.get_num_threads(),
-                torch=torch.__version__, steps=args.steps)
+                cores=available_cores(), torch_threads=torch.get_num_threads(),
+                torch=torch.__version__, steps=args.steps, matmul_gflops=peak)
     tmp = args.out + ".tmp"
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(tmp, "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=2)
+        json.dump({"meta": meta, "workers": rows, "efficiency": eff, "cuda": cuda_rows}, f,
+                  indent=2)
     os.replace(tmp, args.out)  # atomic
     print(f"wrote {args.out}")
 

@@ -28,7 +28,7 @@ if [ -n "$last" ] && [ "$last" != "$mode" ]; then
     extra+=(--all)
 fi
 
-code_stamp="$(cat attn_core/*.py requirements.txt | sha256sum | cut -d' ' -f1)"
+code_stamp="$(find attn_core -name '*.py' | LC_ALL=C sort | xargs cat requirements.txt | sha256sum | cut -d' ' -f1)"
 if [ "$(cat _build/.attn_code_stamp 2>/dev/null || true)" != "$code_stamp" ]; then
     if [ -d _build/.jupyter_cache ] || compgen -G "_build/.jupyter_cache-*" >/dev/null; then
         echo "[build] attn_core/ or requirements.txt changed: re-executing all notebooks"

@@ -146,7 +146,7 @@ def test_sst2_folder_and_training_path(tmp_path):
     h = run_bag_task(task, classifier="TC", dim=8, lr=1.0, epochs=30, eval_every=10, progress=False)
     assert h.probes["att_all"].shape == (1, 4, 6)
     assert h.train_loss[0, -1] < h.train_loss[0, 0]
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="missing"):
         sst2_task(tmp_path / "missing")
 
 
@@ -275,10 +275,13 @@ def test_sen_curve_values_and_limits():
     assert theory.sen_curve(5.0, 5) > theory.sen_curve(5.0, 50)     # larger m, smaller norm
 
 
-@pytest.mark.parametrize("args, exc", [((1.0, 0), ValueError), ((1.0, 2.0), TypeError),
-                                       ((-0.5, 20), ValueError), ((1.0, True), TypeError)])
-def test_sen_curve_bad_arguments(args, exc):
-    with pytest.raises(exc):
+@pytest.mark.parametrize("args, exc, match", [
+    ((1.0, 0), ValueError, r"m \(non-topic words per sentence\) must be >= 1"),
+    ((1.0, 2.0), TypeError, "m must be an int >= 1"),
+    ((-0.5, 20), ValueError, "score must be >= 0"),
+    ((1.0, True), TypeError, "m must be an int >= 1; got bool")])
+def test_sen_curve_bad_arguments(args, exc, match):
+    with pytest.raises(exc, match=match):
         theory.sen_curve(*args)
 
 
@@ -343,7 +346,7 @@ def test_t_interval():
     mean, lo, hi = t_interval([1.0, 2.0, 3.0])
     assert mean == 2.0 and hi - mean == pytest.approx(4.302653 / math.sqrt(3), rel=1e-4)
     assert t_interval([5.0]) == (5.0, 5.0, 5.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\)"):
         t_interval([1.0, 2.0], confidence=1.5)
 
 

@@ -129,16 +129,19 @@ def test_kendall_tau():
     assert kendall_tau(np.array([1.0, 2, 2, 3]), u) == pytest.approx(5 / math.sqrt(5 * 6))
 
 
-@pytest.mark.parametrize("call, exc", [
-    (lambda: agreement(np.ones(3), np.ones(3), k=0), ValueError),
-    (lambda: agreement(np.ones(3), np.ones(3), k=1.5), ValueError),
-    (lambda: agreement(np.ones(3), np.ones(3), k="5%"), TypeError),
-    (lambda: agreement(np.ones(3), np.ones(4)), ValueError),
-    (lambda: agreement_baseline(np.ones(3), k=-0.1), ValueError),
-    (lambda: agreement_baseline([0, 3]), ValueError),
+K_RANGE = r"k \(the top fraction\) must be"
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: agreement(np.ones(3), np.ones(3), k=0), ValueError, K_RANGE),
+    (lambda: agreement(np.ones(3), np.ones(3), k=1.5), ValueError, K_RANGE),
+    (lambda: agreement(np.ones(3), np.ones(3), k="5%"), TypeError, K_RANGE),
+    (lambda: agreement(np.ones(3), np.ones(4)), ValueError, "u and v must have the same shape"),
+    (lambda: agreement_baseline(np.ones(3), k=-0.1), ValueError, K_RANGE),
+    (lambda: agreement_baseline([0, 3]), ValueError, "lengths must be >= 1"),
 ])
-def test_agreement_bad_arguments(call, exc):
-    with pytest.raises(exc):
+def test_agreement_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
         call()
 
 
@@ -200,17 +203,17 @@ def test_zipf_frequencies():
     assert counts[0] > 3 * counts[10] and counts[0] > counts[1] > counts[5]
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"vocab": 1}, ValueError),
-    ({"vocab": 5, "length": 6}, ValueError),                # distinct needs V >= L
-    ({"n_pairs": 0}, ValueError),
-    ({"zipf": -1.0}, ValueError),
-    ({"reorder": 1.5}, ValueError),
-    ({"vocab": 3.0}, TypeError),
-    ({"distinct": 1}, TypeError),
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"vocab": 1}, ValueError, "vocab must be >= 2"),
+    ({"vocab": 5, "length": 6}, ValueError, r"vocab \(5\) must be >= length \(6\)"),
+    ({"n_pairs": 0}, ValueError, "n_pairs must be >= 1"),
+    ({"zipf": -1.0}, ValueError, "zipf must be a finite number >= 0"),
+    ({"reorder": 1.5}, ValueError, r"reorder must be a probability in \[0, 1\]"),
+    ({"vocab": 3.0}, TypeError, "vocab must be an int"),
+    ({"distinct": 1}, TypeError, "distinct must be a bool"),
 ])
-def test_parallel_corpus_bad_arguments(kwargs, exc):
-    with pytest.raises(exc):
+def test_parallel_corpus_bad_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
         ParallelCorpusTask(**kwargs)
 
 

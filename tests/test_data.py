@@ -1,5 +1,6 @@
 """Data generators: each task's defining property, determinism, and bad arguments."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -105,3 +106,105 @@ def test_topic_task():
         TopicTask(n_topics=1)
     with pytest.raises(ValueError, match="m"):
         TopicTask(m=0)
+
+
+# ------------------------------------------------------------------ no silent casts (reliability)
+def test_copy_permutation_entries_must_be_ints():
+    """(0, 1.7, 2) used to become (0, 1, 2) through int(); bools and strings were cast too."""
+    for bad in [(0, 1.7, 2), (0, 1, 2.0), (0, True, 2), "012"]:
+        with pytest.raises((TypeError, ValueError), match="target_permutation"):
+            CopyTask(length=3, target_permutation=bad)
+    task = CopyTask(length=3, target_permutation=[np.int64(2), 0, 1])       # NumPy ints are ints
+    assert task.target_permutation == (2, 0, 1)
+    assert all(type(i) is int for i in task.target_permutation)
+
+
+def test_keyword_must_be_an_int_not_a_bool():
+    with pytest.raises(TypeError, match="keyword must be an int"):
+        KeywordTask(keyword=True)
+    with pytest.raises(TypeError, match="keyword must be an int"):
+        KeywordTask(keyword=1.0)
+    assert KeywordTask(keyword=np.int64(3)).sample(gen(), 4)["x"].shape == (4, 40)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(topic_sets=[[0, 1.5], [2]]), r"topic_sets\[0\]"),
+    (dict(topic_sets=[[0], [True]]), r"topic_sets\[1\]"),
+    (dict(dictionary=[5.5, 6]), "dictionary"),
+    (dict(dictionary=torch.tensor([5.0, 6.0])), "dictionary"),
+])
+def test_topic_sentences_word_ids_are_not_truncated(kwargs, match):
+    from attn_core.data import topic_sentences
+
+    args = dict(topic_sets=[[0], [1]], dictionary=range(2, 9), m=2, n=4, generator=gen())
+    args.update(kwargs)
+    with pytest.raises(TypeError, match=match):
+        topic_sentences(**args)
+
+
+def test_topic_sentences_accepts_integer_arrays_and_tensors():
+    from attn_core.data import topic_sentences
+
+    a = topic_sentences([[0], [1]], range(2, 9), 2, 5, gen(1))
+    b = topic_sentences([np.array([0]), torch.tensor([1])], torch.arange(2, 9), 2, 5, gen(1))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_topic_of_takes_an_int_word_id():
+    t = TopicTask(n_topics=2, words_per_topic=2, m=2, n_nontopic=5, n_train=4, n_test=2)
+    assert t.topic_of(3) == 1 and t.topic_of(np.int64(1)) == 0
+    for bad in (1.5, True, "0"):
+        with pytest.raises(TypeError, match="word must be a topic word id"):
+            t.topic_of(bad)
+
+
+def test_empty_bag_is_refused_where_the_bag_is_built():
+    """An all-padding sentence masks every score to -inf: its attention (and the loss) is NaN.
+    BagTask refuses such a sentence instead of handing the NaN on to training."""
+    from attn_core.data import BagTask
+    from attn_core.models import TopicAttention
+
+    model = TopicAttention(vocab=4, n_topics=2, dim=2)
+    x, mask = torch.tensor([[[2, 0], [3, 0]]]), torch.tensor([[[True, False], [False, False]]])
+    loss = model.loss({"x": x, "mask": mask, "y": torch.tensor([[0, 1]])})
+    assert torch.isnan(loss).all()                                  # what an empty bag does
+    with pytest.raises(ValueError, match=r"train_tokens\[1\] is an empty sentence"):
+        BagTask.from_tokens([["a"], []], [0, 1])
+    with pytest.raises(ValueError, match=r"test_tokens\[0\] is an empty sentence"):
+        BagTask.from_tokens([["a"]], [0], [[]], [1])
+    with pytest.raises(ValueError, match=r"train\['mask'\] row 1 is all padding"):
+        BagTask(("<pad>", "<unk>", "a", "b"), {"x": x[0], "mask": mask[0], "y": torch.tensor([0, 1])})
+
+
+@pytest.mark.parametrize("labels, exc", [([0.5, 1], TypeError), ([True, False], TypeError),
+                                         ([-1, 1], ValueError), ([0], ValueError)])
+def test_bag_labels_are_class_ids(labels, exc):
+    """Labels used to pass through torch.tensor(..., dtype=long): 0.5 became 0, True became 1."""
+    from attn_core.data import BagTask
+
+    with pytest.raises(exc, match="train_labels"):
+        BagTask.from_tokens([["a"], ["b"]], labels)
+
+
+def test_bag_sentences_must_be_tokenised():
+    from attn_core.data import BagTask
+
+    with pytest.raises(TypeError, match=r"train_tokens\[0\] must be a list of word strings"):
+        BagTask.from_tokens(["a b", "c"], [0, 1])              # a string is not a bag of words
+    with pytest.raises(ValueError, match="test_tokens and test_labels must be given together"):
+        BagTask.from_tokens([["a"]], [0], test_tokens=[["a"]])
+
+
+def test_parallel_corpus_to_batch_checks_word_ids():
+    from attn_core.data import ParallelCorpusTask
+
+    task = ParallelCorpusTask(vocab=6, length=3, n_pairs=10)
+    c = task.corpus()
+    b = task.to_batch(c["src"], c["tgt"], c["align"])
+    assert b["tgt"].min() >= 6 and b["tgt_in"][:, 0].eq(12).all()
+    bad = c["src"].clone()
+    bad[0, 0] = 6                                                  # would read a target word
+    with pytest.raises(ValueError, match="src must hold token ids"):
+        task.to_batch(bad, c["tgt"], c["align"])
+    with pytest.raises(TypeError, match="src must hold integer"):
+        task.to_batch(c["src"].float(), c["tgt"], c["align"])

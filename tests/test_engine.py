@@ -85,10 +85,83 @@ def test_member_kwargs_are_sliced_per_member():
     assert not np.allclose(hb.train_loss[0], hb.train_loss[1])
 
 
-def test_auto_execution_choice():
-    assert choose_execution(lambda idx: None, CopyTask(12), 1, "cpu") == "looped"
+def test_auto_execution_follows_the_rule():
+    # the rule: looped for one member or on the CPU, batched for S > 1 on CUDA -- no timing
+    assert choose_execution(1, "cpu") == "looped"
+    assert choose_execution(5, "cpu") == "looped"
     h = train(SEQ2SEQ, CopyTask(12), [0, 1, 2], steps=2, batch_size=4, progress=False)
-    assert h.execution in ("batched", "looped")
+    assert h.execution == choose_execution(3, h.model.emb.weight.device)
+    with pytest.raises(ValueError, match="n_members must be an int >= 1"):
+        choose_execution(0, "cpu")
+
+
+def _history_arrays(h):
+    return {"train_loss": h.train_loss, **{f"m/{k}": v for k, v in h.metrics.items()},
+            **{f"p/{k}": v for k, v in h.probes.items()}}
+
+
+def _assert_bitwise_equal(a, b):
+    A, B = _history_arrays(a), _history_arrays(b)
+    assert set(A) == set(B)
+    for k in A:
+        assert A[k].dtype == B[k].dtype and np.array_equal(A[k], B[k]), k
+    for (na, pa), (nb, pb) in zip(a.model.state_dict().items(), b.model.state_dict().items()):
+        assert na == nb and torch.equal(pa, pb), na
+
+
+CLASSIFIER = functools.partial(AttentionClassifier, vocab=10, embed=6, hidden=6)
+
+
+@pytest.mark.parametrize("model_fn, task", [(SEQ2SEQ, CopyTask(12)),
+                                            (CLASSIFIER, KeywordTask(8, 10))],
+                         ids=["seq2seq", "classifier"])
+def test_workers_give_bitwise_the_numbers_of_one_process(model_fn, task):
+    probe = lambda model, batch: {"first_loss": model.evaluate(batch)["loss"] * 2}
+    kw = dict(steps=4, batch_size=4, eval_every=2, progress=False, execution="looped",
+              probes=[probe])
+    one = train(model_fn, task, [0, 1, 2], workers=1, **kw)
+    two = train(model_fn, task, [0, 1, 2], workers=2, **kw)
+    _assert_bitwise_equal(one, two)
+    assert not np.array_equal(one.train_loss[0], one.train_loss[1])
+
+
+def test_an_exception_in_a_worker_surfaces_with_its_message():
+    def bad_probe(model, batch):
+        raise RuntimeError("probe exploded in member")
+
+    with pytest.raises(RuntimeError, match="probe exploded in member"):
+        train(SEQ2SEQ, CopyTask(12), [0, 1], steps=1, batch_size=4, progress=False,
+              execution="looped", workers=2, probes=[bad_probe])
+
+
+_FRESH_PROCESS = """
+import functools, sys, numpy as np
+from attn_core.data import CopyTask
+from attn_core.models import Seq2Seq
+from attn_core.training import train
+h = train(functools.partial(Seq2Seq, vocab=13, embed=12, hidden=12, cell="gru"), CopyTask(12),
+          [0, 1, 2], steps=5, batch_size=4, progress=False)
+np.save(sys.argv[1], h.train_loss)
+print(h.execution)
+"""
+
+
+def test_same_seed_bitwise_same_numbers_in_two_fresh_processes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    outs, losses = [], []
+    for i, workers in enumerate(("1", "2")):
+        env = {**os.environ, "ATTN_WORKERS": workers, "ATTN_THREADS": "1"}
+        path = tmp_path / f"loss{i}.npy"
+        r = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, str(path)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.strip())
+        losses.append(np.load(path))
+    assert outs == ["looped", "looped"]
+    assert np.array_equal(losses[0], losses[1])
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -99,9 +172,21 @@ def test_auto_execution_choice():
     (dict(steps=5, optimizer="rmsprop"), "optimizer"),
     (dict(steps=5, lr=-1.0), "lr"),
     (dict(steps=5, execution="parallel"), "execution"),
+    (dict(steps=5, workers=0), "workers"),
 ])
 def test_bad_trainer_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
+        Trainer(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(steps=5, lr=True), "lr must be a real number"),
+    (dict(steps=2.0), "steps must be an int"),
+    (dict(steps=5, workers=1.5), "workers must be an int"),
+    (dict(steps=5, progress="yes"), "progress must be True or False"),
+])
+def test_trainer_rejects_bools_floats_and_strings(kwargs, match):
+    with pytest.raises(TypeError, match=match):
         Trainer(**kwargs)
 
 

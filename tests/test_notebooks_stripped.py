@@ -1,4 +1,4 @@
-"""Notebooks are committed clean, and each one opens on Colab ready to run.
+"""Notebooks are committed clean, fit the book's column, and open on Colab ready to run.
 
 - no outputs and no execution counts (run ``bash scripts/strip_notebooks.sh``);
 - the first cell carries an "Open in Colab" link to this very notebook on GitHub;
@@ -67,3 +67,15 @@ def test_colab_install_is_guarded_and_keeps_torch(path):
     )
     assert "install" in first, f"{path.name}: the Colab guard should install the book's code"
     assert "torch==" not in first, f"{path.name}: do not pin torch on Colab (keeps its GPU build)"
+
+
+#: The book's text column fits 88 characters of code without a horizontal scrollbar.
+MAX_LINE = 88
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_lines_fit_the_column(path):
+    nb = _load(path)
+    long = [(i, len(line)) for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+            for line in _source(cell).split("\n") if len(line) > MAX_LINE]
+    assert not long, f"{path.name}: (cell, length) of code lines over {MAX_LINE}: {long}"

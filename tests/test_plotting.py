@@ -116,10 +116,22 @@ def test_draw_is_called_once_per_value_in_order():
 
     def draw(v):
         seen.append(v)
-        return _draw(v)
+        return _draw(len(v))
 
-    figure_slider(["a", "b", "c"], lambda v: draw(len(v) + len(seen)))
-    assert len(seen) == 3
+    figure_slider(["a", "bb", "ccc"], draw)
+    assert seen == ["a", "bb", "ccc"]
+
+
+def test_frame_i_is_the_figure_of_value_i():
+    values = [4.0, 0.5, 2.0, 1.0]          # not sorted: the frames must follow this order
+    box = figure_slider(values, _draw)
+    _, stack = _parts(box)
+    expected = []
+    for v in values:
+        fig = _draw(v)
+        expected.append(fig_to_png(fig))
+        plt.close(fig)
+    assert [bytes(img.value) for img in stack.children] == expected
 
 
 def test_empty_values_raise():

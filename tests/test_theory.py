@@ -86,3 +86,64 @@ def test_first_step_and_wilson():
     assert wilson_interval(10, 10)[1] == pytest.approx(1, abs=1e-12)
     with pytest.raises(ValueError, match="successes"):
         wilson_interval(11, 10)
+
+
+# ------------------------------------------------------------------ no silent casts (reliability)
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: theory.sen_curve(math.nan, 20), ValueError, "score must hold finite"),
+    (lambda: theory.sen_curve([1.0, math.nan], 20), ValueError, "score must hold finite"),
+    (lambda: theory.sen_relative_gap([1.0], [0.0], 0), ValueError, r"m \(non-topic"),  # no point qualifies
+    (lambda: theory.optimal_attention([[0, 0], [0, 1]], tol=math.nan), ValueError, "tol"),
+    (lambda: theory.optimal_attention([[0, 0], [0, 1]], steps=0), ValueError, "^steps must be"),
+    (lambda: theory.gated_ce_descent(0, 0, 0.5, lr=0.1, steps=2.0), TypeError, "^steps must be"),
+    (lambda: theory.gated_flow_closed_form(0, 0, 0.5, [0.0, math.nan]), ValueError, "tau"),
+    (lambda: theory.count_table([[0, 1.7]], [[0, 1]]), TypeError, r"sources\[0\]"),
+    (lambda: theory.count_table(np.array([[0.0, 1.0]]), [[0]]), TypeError, "sources"),
+    (lambda: theory.count_table([[0, 1]], [[0, 1]], n_in=5.5), TypeError, "n_in"),
+    (lambda: theory.ibm1_probe(np.ones((3, 3)), [0, 1.5], [0]), TypeError, "source"),
+    (lambda: theory.ibm1_em([[0]], [[0]], null="yes"), TypeError, "null"),
+    (lambda: theory.dictionary_recovery(np.eye(2), [0.5, 1]), TypeError, "dictionary"),
+    (lambda: theory.proxy_init_velocity([[0, 1]], [[1, 0]], 2, 2, dims=[2.5]), TypeError, "dims"),
+    (lambda: theory.proxy_init_velocity([[0, 1]], [[1, 0]], 2, 2, dims=[4], seeds=[0.9]),
+     TypeError, r"seeds\[0\]"),
+    (lambda: wilson_interval(1, True), TypeError, "n must be an int"),
+    (lambda: wilson_interval(1.5, 3), TypeError, "successes"),
+], ids=["sen_curve-nan", "sen_curve-nan-entry", "sen_relative_gap-m-0", "optimal_attention-tol-nan",
+        "optimal_attention-steps-0", "gated_ce_descent-steps-float", "closed_form-tau-nan",
+        "count_table-float-id", "count_table-float-array", "count_table-n_in-float",
+        "ibm1_probe-float-id", "ibm1_em-null-str", "dictionary_recovery-float",
+        "proxy_init_velocity-dims-float", "proxy_init_velocity-seeds-float", "wilson-n-bool",
+        "wilson-successes-float"])
+def test_no_silent_casts_or_nan(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_integer_ids_still_accepted_in_every_form():
+    """Lists, NumPy arrays and torch tensors of ints give the same count table."""
+    import torch
+
+    src, tgt = [[0, 1], [1, 2]], [[2, 0], [0, 1]]
+    C = theory.count_table(src, tgt, 3, 3)
+    np.testing.assert_array_equal(theory.count_table(np.array(src), np.array(tgt), 3, 3), C)
+    np.testing.assert_array_equal(theory.count_table(torch.tensor(src), torch.tensor(tgt), 3, 3), C)
+    np.testing.assert_array_equal(theory.count_table(src, tgt, np.int64(3), np.int64(3)), C)
+
+
+def test_metrics_reject_nan_bools_and_int_masks():
+    import torch
+
+    from attn_core.metrics import sen_probe, t_interval, topic_purity
+
+    with pytest.raises(ValueError, match="values must hold finite"):
+        t_interval([math.nan, 1.0])
+    with pytest.raises(TypeError, match="words must be an array of ints"):
+        sen_probe([0.5])
+    # an int 0/1 mask used to act as an *index* (rows 0 and 1), not as a mask: wrong counts
+    x = torch.tensor([[0, 1], [2, 0]])
+    y = torch.tensor([1, 0])
+    mask = torch.tensor([[True, False], [True, True]])
+    purity, occ = topic_purity(x, y, 3, mask)
+    np.testing.assert_array_equal(occ, [2, 0, 1])
+    with pytest.raises(TypeError, match="mask must be a bool mask"):
+        topic_purity(x, y, 3, mask.long())

@@ -17,12 +17,13 @@ from ..config import Preset
 from ..data import PurityTwinTask, TopicTask
 from ..metrics import attended_words, eq8_rates, sen_probe
 from ..models import CLASSIFIERS, TopicAttention
+from ..theory import sen_relative_gap
 from ..training import History, train
 from ._experiment import Experiment
 
 __all__ = ["SENConfig", "SEN_MAIN", "SEN_ABLATION", "SEN_QUERY", "SEN_M_VALUES", "SEN_BY_LENGTH",
            "run_classifiers", "run_ablation", "test_accuracy_probe", "PurityConfig", "PURITY",
-           "run_bag_task", "ABLATION_FREEZE"]
+           "run_bag_task", "ABLATION_FREEZE", "sen_gap"]
 
 #: S6: the ablation's variants -- which parts of Attn-TC are frozen.
 ABLATION_FREEZE = {"TC": (), "TC-KF": ("keys",), "TC-EF": ("embeddings",)}
@@ -290,3 +291,13 @@ def run_bag_task(task, classifier: str = "TC", dim: int = 200, embed_var: float 
     return train(model_fn, task, list(seeds), steps=epochs, optimizer="sgd", lr=lr,
                  batch_size=len(task.train["y"]), eval_every=eval_every, probes=probes,
                  progress=progress, execution="batched", desc=f"bags {classifier}")
+
+
+def sen_gap(history: History, m: int) -> float:
+    """S3: the largest relative gap of a run's topic-word trajectories to LMN Eq. 10, over
+    every seed and topic word: :func:`~attn_core.theory.sen_relative_gap` of
+    ``(score[i, :, j], norm[i, :, j])`` (points with ‖v‖ > 0.1) for all members i and topic
+    words j of the ``score``/``norm`` probes (S, E, T); ``m`` is the run's sentence length."""
+    sc, nm = history.probes["score"], history.probes["norm"]
+    return max(sen_relative_gap(sc[i, :, j], nm[i, :, j], m)
+               for i in range(sc.shape[0]) for j in range(sc.shape[2]))
