@@ -42,10 +42,12 @@ from typing import Callable
 
 import numpy as np
 
+from .checks import check_bool
 from .config import env_cache, get_device, get_mode
 from .training import History, _eval_schedule
 
-__all__ = ["cache_dir", "cache_key", "save_history", "load_history", "cached_history"]
+__all__ = ["cache_dir", "cache_key", "check_cache_name", "save_history", "load_history",
+           "cached_history"]
 
 _PACKAGE = Path(__file__).resolve().parent
 #: Bumped whenever the file layout changes; entries of another format are recomputed.
@@ -75,25 +77,52 @@ def _source_digest() -> str:
     return h.hexdigest()
 
 
-def _check_name(name) -> str:
+def check_cache_name(name, label: str = "name") -> str:
+    """``name`` if it can name a cache entry (a file inside the cache folder); the messages
+    call it ``label``."""
     if not isinstance(name, str):
-        raise TypeError(f"name must be a string; got {type(name).__name__} {name!r}")
+        raise TypeError(f"{label} must be a string; got {type(name).__name__} {name!r}")
     if not _NAME.fullmatch(name) or len(name) > _NAME_MAX:
-        raise ValueError(f"name must be 1-{_NAME_MAX} characters from [A-Za-z0-9._-] starting "
+        raise ValueError(f"{label} must be 1-{_NAME_MAX} characters from [A-Za-z0-9._-] starting "
                          f"with a letter or digit (it names a file inside the cache folder: no "
                          f"'/', no '..' path, not absolute); got {name!r}")
     return name
 
 
 def cache_key(name: str, config: dict) -> str:
-    """A stable hash of the experiment name, its config, the mode, device type and package source."""
-    _check_name(name)
+    """A stable hash of the experiment name, its config, the mode, device type and package source.
+
+    ``config`` must be plain JSON -- nested dicts (string keys), lists and tuples of str, int,
+    finite float, bool and None -- so that it is hashed the same way in every run.
+    """
+    check_cache_name(name)
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict; got {type(config).__name__}")
+    _check_plain_json("config", config)
     payload = json.dumps({"name": name, "config": config, "mode": get_mode(),
                           "device": get_device().type, "source": _source_digest()},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def _check_plain_json(path: str, value) -> None:
+    """Raise TypeError naming ``path`` (e.g. ``config['copy']['seeds'][0]``) at the first value
+    that is not plain JSON, and ValueError at a NaN or infinite float."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{path} must have string keys; got {type(k).__name__} {k!r}")
+            _check_plain_json(f"{path}[{k!r}]", v)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_plain_json(f"{path}[{i}]", v)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{path} must be a finite number; got {value}")
+    elif not (value is None or isinstance(value, (str, int))):  # bool is an int
+        raise TypeError(f"{path} must be plain JSON (a dict, list, tuple, str, int, float, bool "
+                        f"or None) to be hashed the same in every run; got "
+                        f"{type(value).__name__} {value!r:.60}")
 
 
 def _entry_path(path: str | os.PathLike) -> Path:
@@ -329,6 +358,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     broken entry is warned about, moved aside and recomputed; a result that cannot be saved
     is warned about and returned all the same.
     """
+    check_bool("verbose", verbose)
     key = cache_key(name, config)
     if not callable(compute):
         raise TypeError(f"compute must be callable: compute() -> History; got "

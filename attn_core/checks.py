@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 __all__ = ["check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
-           "check_generator", "check_int_tuple", "check_token_ids", "check_int_array",
+           "check_generator", "check_int_tuple", "check_token_ids", "check_index_tensor",
+           "check_sequences", "check_int_array",
            "check_real_array", "check_bool_array", "check_str"]
 
 
@@ -111,6 +112,9 @@ def check_generator(name: str, generator) -> torch.Generator:
     return generator
 
 
+_INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
 def check_token_ids(name: str, ids, vocab: int) -> torch.Tensor:
     """A long tensor of token ids, every entry in ``[0, vocab)``.
 
@@ -118,16 +122,46 @@ def check_token_ids(name: str, ids, vocab: int) -> torch.Tensor:
     an id equal to ``vocab`` would silently read the *next* member's embedding, so every id is
     checked here, per member, before that offset is added.
     """
+    return check_index_tensor(name, ids, vocab)
+
+
+def check_index_tensor(name: str, ids, n: int, what: str = "token ids", size: str = "vocab",
+                       floating: bool = False) -> torch.Tensor:
+    """A tensor of indices (token ids, class labels, positions), every entry in ``[0, n)``.
+
+    ``what`` and ``size`` word the message (``"class labels"``, ``"n_classes"``). The dtype
+    must be an integer one -- or, with ``floating=True`` (targets of a binary cross-entropy), a
+    float one holding whole numbers. One min/max over the tensor: cheap enough for ``forward``.
+    """
     if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch tensor of token ids; got {type(ids).__name__}")
-    if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
-        raise TypeError(f"{name} must hold integer token ids; got dtype {ids.dtype}")
+        raise TypeError(f"{name} must be a torch tensor of {what}; got {type(ids).__name__}")
+    dtype_ok = ids.is_floating_point() if floating else ids.dtype in _INT_DTYPES
+    if not dtype_ok:
+        kind = "float" if floating else "integer"
+        raise TypeError(f"{name} must hold {kind} {what}; got dtype {ids.dtype}")
     if ids.numel():
-        lo, hi = int(ids.min()), int(ids.max())
-        if lo < 0 or hi >= vocab:
-            raise ValueError(f"{name} must hold token ids in [0, {vocab - 1}] (vocab={vocab}); "
-                             f"got ids in [{lo}, {hi}]")
+        lo, hi = ids.min().item(), ids.max().item()
+        # "not (0 <= lo ...)" also catches NaN; a float label must be a whole number
+        if not (0 <= lo and hi <= n - 1) or (floating and bool((ids != ids.trunc()).any())):
+            whole = ", whole numbers" if floating else ""
+            raise ValueError(f"{name} must hold {what} in [0, {n - 1}] ({size}={n}{whole}); "
+                             f"got {what.split()[-1]} in [{lo}, {hi}]")
     return ids
+
+
+def check_sequences(name: str, seqs, axes: tuple[str, ...] = ("S", "B", "L")) -> torch.Tensor:
+    """A tensor with one dimension per name in ``axes``, the last one non-empty: a model's batch
+    of sequences (the ids themselves are checked by :func:`check_token_ids`)."""
+    shape = f"({', '.join(axes)})"
+    if not isinstance(seqs, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor of shape {shape}; got "
+                        f"{type(seqs).__name__}")
+    if seqs.dim() != len(axes):
+        raise ValueError(f"{name} must have shape {shape}; got {tuple(seqs.shape)}")
+    if seqs.shape[-1] == 0:
+        raise ValueError(f"{name} must not be empty: shape {shape} with {axes[-1]} >= 1; got "
+                         f"{tuple(seqs.shape)}")
+    return seqs
 
 
 def _as_array(name: str, value, what: str, bools: bool = False) -> np.ndarray:

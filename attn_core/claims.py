@@ -62,6 +62,8 @@ def format_number(x) -> str:
     """
     if isinstance(x, (bool, np.bool_)):
         return str(bool(x))
+    if not _is_real(x):
+        raise TypeError(f"x must be a real number or a bool; got {type(x).__name__} {x!r:.60}")
     if isinstance(x, (numbers.Integral, np.integer)):
         x = int(x)
         return str(x) if abs(x) < 10**7 else _sci(float(x))

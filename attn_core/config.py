@@ -29,10 +29,13 @@ import torch
 
 from .checks import check_int
 
-__all__ = ["MODES", "Preset", "available_cores", "describe", "env_cache", "env_mode",
-           "env_threads", "env_workers", "get_device", "get_mode", "set_seed", "set_threads"]
+__all__ = ["MODES", "DEVICE_KINDS", "Preset", "available_cores", "describe", "env_cache",
+           "env_mode", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
+           "set_threads"]
 
 MODES = ("fast", "full", "auto")
+#: The device kinds experiments may run on (see :func:`get_device`).
+DEVICE_KINDS = ("cpu", "cuda")
 T = TypeVar("T")
 
 #: ``ATTN_CACHE`` values that switch the results cache off (compared case-insensitively).
@@ -151,7 +154,17 @@ def get_device(device: str | torch.device | None = None) -> torch.device:
     """The device experiments run on: CUDA when present, else CPU (or an explicit choice)."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be None, a string or a torch.device of kind "
+                        f"{DEVICE_KINDS}; got {type(device).__name__} {device!r}")
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:  # torch's own message for "tpu" names no argument
+        parsed = None
+    if parsed is None or parsed.type not in DEVICE_KINDS:
+        raise ValueError(f"device must be one of the kinds {DEVICE_KINDS} (with an optional "
+                         f"index, as in 'cuda:0'); got {device!r}")
+    device = parsed
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' was requested but CUDA is not available")
     return device

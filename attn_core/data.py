@@ -36,7 +36,7 @@ from .checks import (check_bool, check_choice, check_generator, check_int_array,
 
 __all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "topic_sentences",
            "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
-           "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation"]
+           "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation", "copy_vocab"]
 
 
 def _is_int(value) -> bool:
@@ -112,6 +112,23 @@ class KeywordTask:
 COPY_DISTRIBUTIONS = ("permutation", "distinct", "iid", "mixture")
 
 
+def copy_vocab(length: int, distribution: str, vocab: int | None, name: str = "vocab") -> int:
+    """The vocabulary V of a :class:`CopyTask`: ``vocab``, or the distribution's default when
+    None; a V the distribution cannot draw L = ``length`` items from is refused (the message
+    calls it ``name``)."""
+    L = length
+    default = {"permutation": L, "distinct": L, "iid": L, "mixture": 2 * L}[distribution]
+    V = default if vocab is None else _check_int(name, vocab, 1)
+    if distribution == "permutation" and V != L:
+        raise ValueError(f"{name} must equal length ({L}) for 'permutation'; got {V}. "
+                         "Use distribution='distinct' for L items out of V > L.")
+    if distribution == "distinct" and V < L:
+        raise ValueError(f"{name} must be >= length ({L}) for distinct sampling; got {V}")
+    if distribution == "mixture" and V != 2 * L:
+        raise ValueError(f"{name} must be 2*length ({2 * L}) for 'mixture'; got {V}")
+    return V
+
+
 @dataclass(frozen=True)
 class CopyTask:
     """Sequence copying (SZKS §3.3, Fig. 2; §6.2 for a fixed permutation function).
@@ -142,16 +159,7 @@ class CopyTask:
     def __post_init__(self):
         L = _check_int("length", self.length, 1)
         check_choice("distribution", self.distribution, COPY_DISTRIBUTIONS)
-        default = {"permutation": L, "distinct": L, "iid": L, "mixture": 2 * L}[self.distribution]
-        V = default if self.vocab is None else _check_int("vocab", self.vocab, 1)
-        if self.distribution == "permutation" and V != L:
-            raise ValueError(f"vocab must equal length ({L}) for 'permutation'; got {V}. "
-                             "Use distribution='distinct' for L items out of V > L.")
-        if self.distribution == "distinct" and V < L:
-            raise ValueError(f"vocab must be >= length ({L}) for distinct sampling; got {V}")
-        if self.distribution == "mixture" and V != 2 * L:
-            raise ValueError(f"vocab must be 2*length ({2 * L}) for 'mixture'; got {V}")
-        object.__setattr__(self, "vocab", V)
+        object.__setattr__(self, "vocab", copy_vocab(L, self.distribution, self.vocab))
         if self.target_permutation is not None:
             tp = self.target_permutation
             if not isinstance(tp, (list, tuple, range)):

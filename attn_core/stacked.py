@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_token_ids
+from .checks import check_int, check_seeds, check_token_ids
 
 __all__ = ["StackedModule", "StackedLinear", "StackedEmbedding", "StackedRNN", "stack_members",
            "member", "generators", "stacked_parameter", "uniform_init", "normal_init"]
@@ -39,8 +39,8 @@ RNN_CELLS = ("lstm", "gru")
 
 # --------------------------------------------------------------------------- initialisation
 def generators(seeds: Sequence[int]) -> list[torch.Generator]:
-    """One ``torch.Generator`` per member, seeded with that member's seed."""
-    return [torch.Generator().manual_seed(int(s)) for s in seeds]
+    """One ``torch.Generator`` per member, seeded with that member's seed (an int >= 0)."""
+    return [torch.Generator().manual_seed(s) for s in check_seeds("seeds", seeds)]
 
 
 def stacked_parameter(gens, shape, init) -> nn.Parameter:
@@ -84,6 +84,9 @@ class StackedModule(nn.Module):
         for k in keys:
             if k not in batch:
                 raise ValueError(f"batch is missing {k!r}; it has {sorted(batch)}")
+            if not isinstance(batch[k], Tensor):
+                raise TypeError(f"batch[{k!r}] must be a torch tensor; got "
+                                f"{type(batch[k]).__name__}")
             if batch[k].shape[0] != self.n_members:
                 raise ValueError(
                     f"batch[{k!r}] has leading dimension {batch[k].shape[0]} but the model has "
@@ -99,6 +102,7 @@ class StackedLinear(nn.Module):
 
     def __init__(self, gens, d_in: int, d_out: int, bias: bool = True):
         super().__init__()
+        d_in, d_out = check_int("d_in", d_in), check_int("d_out", d_out)
         bound = 1.0 / math.sqrt(d_in)
         self.weight = stacked_parameter(gens, (d_out, d_in), uniform_init(bound))
         self.bias = stacked_parameter(gens, (d_out,), uniform_init(bound)) if bias else None
@@ -118,6 +122,7 @@ class StackedEmbedding(nn.Module):
 
     def __init__(self, gens, vocab: int, dim: int, std: float = 1.0):
         super().__init__()
+        vocab, dim = check_int("vocab", vocab), check_int("dim", dim)
         self.weight = stacked_parameter(gens, (vocab, dim), normal_init(std))
 
     def forward(self, ids: Tensor) -> Tensor:
@@ -151,6 +156,7 @@ class StackedRNN(nn.Module):
         super().__init__()
         if cell not in RNN_CELLS:
             raise ValueError(f"cell must be one of {RNN_CELLS}; got {cell!r}")
+        d_in, hidden = check_int("d_in", d_in), check_int("hidden", hidden)
         self.cell, self.hidden = cell, hidden
         n_gates = 4 if cell == "lstm" else 3
         bound = 1.0 / math.sqrt(hidden)
@@ -221,8 +227,14 @@ def stack_members(models: Sequence[StackedModule]) -> StackedModule:
     Used by the looped execution path to hand back one S-member model, exactly as the batched
     path does. Returns a deep copy; the inputs are not modified.
     """
-    if len(models) == 0:
+    if not isinstance(models, (list, tuple)) or len(models) == 0:
         raise ValueError("models must be a non-empty sequence")
+    shapes = [_member_shapes(_check_stacked(f"models[{j}]", m)) for j, m in enumerate(models)]
+    for j, m in enumerate(models):
+        if type(m) is not type(models[0]) or shapes[j] != shapes[0]:
+            raise ValueError(f"models must share one architecture; models[{j}] "
+                             f"({type(m).__name__}) differs from models[0] "
+                             f"({type(models[0]).__name__}) in its tensors' names or shapes")
     out = copy.deepcopy(models[0])
     with torch.no_grad():
         for name, tensor in list(out.named_parameters()) + list(out.named_buffers()):
@@ -236,8 +248,8 @@ def stack_members(models: Sequence[StackedModule]) -> StackedModule:
 
 def member(model: StackedModule, i: int) -> StackedModule:
     """A copy of member ``i`` of a stacked model, as a one-member model."""
-    if not 0 <= i < model.n_members:
-        raise ValueError(f"i must be in [0, {model.n_members - 1}]; got {i}")
+    _check_stacked("model", model)
+    i = check_int("i", i, 0, model.n_members - 1)
     out = copy.deepcopy(model)
     with torch.no_grad():
         for name, tensor in list(out.named_parameters()) + list(out.named_buffers()):
@@ -246,6 +258,18 @@ def member(model: StackedModule, i: int) -> StackedModule:
     out.seeds = [model.seeds[i]]
     out.n_members = 1
     return out
+
+
+def _check_stacked(name: str, model) -> StackedModule:
+    if not isinstance(model, StackedModule):
+        raise TypeError(f"{name} must be a StackedModule; got {type(model).__name__}")
+    return model
+
+
+def _member_shapes(model: StackedModule) -> dict[str, tuple[int, ...]]:
+    """The shape of one member's share of every parameter and buffer of a stacked model."""
+    return {k: tuple(t.shape[1:]) for k, t in
+            list(model.named_parameters()) + list(model.named_buffers())}
 
 
 def _set_tensor(module: nn.Module, dotted: str, value: Tensor, is_param: bool, grad: bool) -> None:

@@ -185,8 +185,14 @@ class Trainer:
             if not callable(fn):
                 raise TypeError(f"probes[{i}] must be callable; got {type(fn).__name__}")
         probes = list(probes)
+        if member_kwargs is not None and not isinstance(member_kwargs, Mapping):
+            raise TypeError(f"member_kwargs must be a dict of per-member lists; got "
+                            f"{type(member_kwargs).__name__}")
         member_kwargs = dict(member_kwargs or {})
         for k, v in member_kwargs.items():
+            if isinstance(v, (str, bytes)) or not isinstance(v, (Sequence, np.ndarray)):
+                raise TypeError(f"member_kwargs[{k!r}] must be a list with one entry per seed "
+                                f"({len(seeds)}); got {type(v).__name__} {v!r:.60}")
             if len(v) != len(seeds):
                 raise ValueError(f"member_kwargs[{k!r}] must have one entry per seed "
                                  f"({len(seeds)}); got {len(v)}")

@@ -37,10 +37,19 @@ if [ "$(cat _build/.attn_code_stamp 2>/dev/null || true)" != "$code_stamp" ]; th
     fi
 fi
 
-echo "[build] ATTN_MODE=$ATTN_MODE (resolved: $mode) ATTN_THREADS=$ATTN_THREADS"
+echo "[build] ATTN_MODE=$ATTN_MODE (resolved: $mode) ATTN_THREADS=$ATTN_THREADS" \
+     "ATTN_WORKERS=${ATTN_WORKERS:-all cores}"
 start=$SECONDS
+# Stage 1: execute every notebook whose code has no cached execution, two or more at a time
+# (one per core; jupyter-cache's parallel executor), into the cache jupyter-book reads next.
+# The longest chapters go first so the cores finish together. A notebook that fails here is
+# not cached: stage 2 executes it again and reports the error.
+python scripts/execute_notebooks.py _build/.jupyter_cache
+executed=$SECONDS
+# Stage 2: render the book (notebooks come from the cache).
 jupyter-book build . "${extra[@]}" "$@"
 echo "$mode" > _build/.attn_mode
 echo "$code_stamp" > _build/.attn_code_stamp
-echo "[build] done in $((SECONDS - start)) s"
+echo "[build] stage times: execute notebooks $((executed - start)) s," \
+     "render $((SECONDS - executed)) s; done in $((SECONDS - start)) s"
 echo "[build] open: $(pwd)/_build/html/index.html"

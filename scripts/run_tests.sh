@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order; stops at the first failure (non-zero exit).
 #
-#   1. unit tests            pytest -m "not browser" tests
-#   2. notebooks run         pytest --nbval-lax notebooks/        (ATTN_MODE=fast)
-#   3. strict book build     jupyter-book build -W -n --keep-going --all .  (warnings = errors)
-#   4. browser check         pytest -m browser tests/test_browser.py   (needs step 3's HTML)
+#   1. unit tests            pytest -n 2 -m "not browser" tests     (two processes)
+#   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors):
+#                            executes the notebooks one per core, training every experiment
+#                            on the engine's worker processes, then renders the HTML
+#   3. notebooks run         pytest -n 2 --nbval-lax notebooks/   (ATTN_MODE=fast; the
+#                            experiments come from step 2's results cache, labelled as loaded)
+#   4. browser check         pytest -m browser tests/test_browser.py   (needs step 2's HTML)
 #
+# Every stage uses both cores; the stage times are printed at the end.
 # Step 4 needs Chromium; run as root, this script installs it with apt-get when missing,
 # otherwise the browser test is skipped with the reason shown in pytest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 export ATTN_MODE=fast
-# A fresh results cache for this run: the notebooks under nbval compute every experiment,
-# and the strict book build right after reuses exactly those results (labelled as loaded).
+# A fresh results cache for this run: the strict book build computes every experiment, and
+# the notebooks under nbval right after reuse exactly those results (labelled as loaded).
 ATTN_CACHE="$(mktemp -d -t attn_cache.XXXXXX)"
 export ATTN_CACHE
 trap 'rm -rf "$ATTN_CACHE"' EXIT
 
 stage() { printf '\n==================== %s ====================\n' "$*"; }
-t0=$SECONDS
 
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -33,16 +36,29 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 
-stage "1/4 unit tests"
-python -m pytest -ra -m "not browser" tests
+t0=$SECONDS   # the checks' time, after the installs (venv above, chromium just now)
+times=()
+timed() {  # timed LABEL COMMAND...: run a stage and remember how long it took
+    local label="$1" start=$SECONDS
+    shift
+    "$@"
+    times+=("$label: $((SECONDS - start)) s")
+}
 
-stage "2/4 notebooks (nbval-lax, ATTN_MODE=$ATTN_MODE)"
-python -m pytest -ra --nbval-lax notebooks/
+stage "1/4 unit tests (2 processes)"
+# ATTN_WORKERS=1: the two test processes already fill both cores (the engine tests that
+# compare worker counts ask for workers=2 themselves).
+timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 -m "not browser" tests
 
-stage "3/4 strict book build (-W -n --keep-going)"
-bash scripts/build_book.sh -W -n --keep-going --all
+stage "2/4 strict book build (-W -n --keep-going; notebooks executed one per core)"
+timed "book build" bash scripts/build_book.sh -W -n --keep-going --all
+
+stage "3/4 notebooks (nbval-lax, ATTN_MODE=$ATTN_MODE, two at a time)"
+timed "notebooks (nbval)" env ATTN_WORKERS=1 \
+    python -m pytest -ra -n 2 --dist loadfile --nbval-lax notebooks/
 
 stage "4/4 browser check of the built book"
-python -m pytest -ra -m browser tests/test_browser.py
+timed "browser check" python -m pytest -ra -m browser tests/test_browser.py
 
 stage "all checks passed in $((SECONDS - t0)) s"
+printf '  %s\n' "${times[@]}"

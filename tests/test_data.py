@@ -159,15 +159,16 @@ def test_topic_of_takes_an_int_word_id():
 
 
 def test_empty_bag_is_refused_where_the_bag_is_built():
-    """An all-padding sentence masks every score to -inf: its attention (and the loss) is NaN.
-    BagTask refuses such a sentence instead of handing the NaN on to training."""
+    """An all-padding sentence would mask every score to -inf: its attention (and the loss)
+    would be NaN. BagTask refuses such a sentence where it is built, and the model where it
+    meets one."""
     from attn_core.data import BagTask
     from attn_core.models import TopicAttention
 
     model = TopicAttention(vocab=4, n_topics=2, dim=2)
     x, mask = torch.tensor([[[2, 0], [3, 0]]]), torch.tensor([[[True, False], [False, False]]])
-    loss = model.loss({"x": x, "mask": mask, "y": torch.tensor([[0, 1]])})
-    assert torch.isnan(loss).all()                                  # what an empty bag does
+    with pytest.raises(ValueError, match="bag 1 of member 0 is all padding"):
+        model.loss({"x": x, "mask": mask, "y": torch.tensor([[0, 1]])})
     with pytest.raises(ValueError, match=r"train_tokens\[1\] is an empty sentence"):
         BagTask.from_tokens([["a"], []], [0, 1])
     with pytest.raises(ValueError, match=r"test_tokens\[0\] is an empty sentence"):

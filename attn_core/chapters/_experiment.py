@@ -21,11 +21,13 @@ import typing
 from dataclasses import asdict
 from typing import ClassVar
 
+import torch
+
 from ..cache import cached_history
 from ..checks import check_bool, check_int, check_real
 from ..training import History, train
 
-__all__ = ["Experiment"]
+__all__ = ["Experiment", "check_history", "check_tensor_dict"]
 
 #: Integer fields that count something (>= 1) wherever a config has them; other ints are >= 0.
 POSITIVE_FIELDS = frozenset({
@@ -35,20 +37,23 @@ POSITIVE_FIELDS = frozenset({
     "rare_count"})
 
 
-def _check_field(name: str, value, tp, positive: bool):
-    """``value`` checked against the annotation ``tp``; returns it (tuples canonicalised)."""
+def _check_field(name: str, value, tp, positive: bool, zero_float: bool = False):
+    """``value`` checked against the annotation ``tp``; returns it (tuples canonicalised).
+
+    Ints are >= 1 if ``positive``, else >= 0; floats (tuple entries too) are finite and > 0,
+    or >= 0 if ``zero_float``."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
-        return _check_field(name, value, inner, positive)
+        return _check_field(name, value, inner, positive, zero_float)
     if tp is bool:
         return check_bool(name, value)
     if tp is int:
         return check_int(name, value, 1 if positive else 0)
     if tp is float:
-        return check_real(name, value)
+        return check_real(name, value, 0.0, low_open=not zero_float)
     if tp is str:
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a string; got {type(value).__name__} {value!r}")
@@ -62,13 +67,38 @@ def _check_field(name: str, value, tp, positive: bool):
             if len(value) != len(args):
                 raise ValueError(f"{name} must have {len(args)} entries; got {len(value)}")
             kinds = list(args)
-        return tuple(_check_field(f"{name}[{i}]", v, k, positive)
+        return tuple(_check_field(f"{name}[{i}]", v, k, positive, zero_float)
                      for i, (v, k) in enumerate(zip(value, kinds)))
     if isinstance(tp, type):
         if not isinstance(value, tp):
             raise TypeError(f"{name} must be a {tp.__name__}; got {type(value).__name__}")
         return value
     return value  # pragma: no cover - an annotation this checker does not know
+
+
+def check_history(history, metrics=(), probes=()) -> History:
+    """``history`` if it is a :class:`~attn_core.training.History` that recorded ``metrics``
+    and ``probes`` (names)."""
+    if not isinstance(history, History):
+        raise TypeError(f"history must be a History (what run() returns); got "
+                        f"{type(history).__name__}")
+    for group, names in (("metrics", metrics), ("probes", probes)):
+        recorded = getattr(history, group)
+        missing = [k for k in names if k not in recorded]
+        if missing:
+            raise ValueError(f"history has no {group} {missing}; it recorded {sorted(recorded)}")
+    return history
+
+
+def check_tensor_dict(name: str, value, keys) -> dict:
+    """``value`` if it is a dict of tensors holding ``keys`` (a held-out set, say)."""
+    if not (isinstance(value, dict) and all(isinstance(v, torch.Tensor) for v in value.values())):
+        raise TypeError(f"{name} must be a dict of tensors with keys {list(keys)}; got "
+                        f"{type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} is missing {missing}; it has {sorted(value)}")
+    return value
 
 
 class Experiment:
@@ -84,14 +114,14 @@ class Experiment:
         """Check every field against its annotation: ints are ints (never bools or floats),
         counts (:data:`POSITIVE_FIELDS`) >= 1, other ints >= 0, floats finite and > 0 (or >= 0
         for :attr:`nonnegative_floats`), tuples of the right kind (a list is accepted and
-        stored as a tuple), seeds non-empty. Messages name ``Config.field``."""
+        stored as a tuple; their float entries as floats), seeds non-empty. Messages name
+        ``Config.field``."""
         cls = type(self).__name__
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):
             name, value = f"{cls}.{f.name}", getattr(self, f.name)
-            value = _check_field(name, value, hints[f.name], f.name in POSITIVE_FIELDS)
-            if isinstance(value, float):
-                check_real(name, value, 0.0, low_open=f.name not in self.nonnegative_floats)
+            value = _check_field(name, value, hints[f.name], f.name in POSITIVE_FIELDS,
+                                 f.name in self.nonnegative_floats)
             object.__setattr__(self, f.name, value)
         if hasattr(self, "seeds") and len(self.seeds) == 0:
             raise ValueError(f"{cls}.seeds must hold at least one seed; got ()")

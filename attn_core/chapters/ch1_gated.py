@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from ..checks import check_choice
+from ..checks import check_choice, check_int
 from ..config import Preset
 from ..data import KeywordTask
 from ..metrics import keyword_probe
@@ -48,8 +48,11 @@ class KeywordConfig(Experiment):
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice(f"{type(self).__name__}.attention", self.attention, ATTENTION_MODES)
-        check_choice(f"{type(self).__name__}.optimizer", self.optimizer, tuple(OPTIMIZERS))
+        cls = type(self).__name__
+        check_int(f"{cls}.length", self.length, 2)  # KeywordTask's bounds
+        check_int(f"{cls}.vocab", self.vocab, 2)
+        check_choice(f"{cls}.attention", self.attention, ATTENTION_MODES)
+        check_choice(f"{cls}.optimizer", self.optimizer, tuple(OPTIMIZERS))
 
     def task(self) -> KeywordTask:
         return KeywordTask(self.length, self.vocab)

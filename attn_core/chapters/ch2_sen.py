@@ -12,14 +12,14 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..checks import check_choice
+from ..checks import check_choice, check_int, check_seeds
 from ..config import Preset
-from ..data import PurityTwinTask, TopicTask
+from ..data import BagTask, PurityTwinTask, TopicTask
 from ..metrics import attended_words, eq8_rates, sen_probe
 from ..models import CLASSIFIERS, TopicAttention
 from ..theory import sen_relative_gap
 from ..training import History, train
-from ._experiment import Experiment
+from ._experiment import Experiment, check_history, check_tensor_dict
 
 __all__ = ["SENConfig", "SEN_MAIN", "SEN_ABLATION", "SEN_QUERY", "SEN_M_VALUES", "SEN_BY_LENGTH",
            "run_classifiers", "run_ablation", "test_accuracy_probe", "PurityConfig", "PURITY",
@@ -32,6 +32,7 @@ ABLATION_FREEZE = {"TC": (), "TC-KF": ("keys",), "TC-EF": ("embeddings",)}
 def test_accuracy_probe(test_set: dict):
     """A probe recording each member's accuracy on a fixed test set as ``test_accuracy`` (S,)
     (the engine's evaluation batch for full-batch tasks is the training set)."""
+    check_tensor_dict("test_set", test_set, ("x", "y"))
 
     @torch.no_grad()
     def probe(model, batch):
@@ -103,6 +104,8 @@ class SENConfig(Experiment):
         super().__post_init__()
         cls = type(self).__name__
         check_choice(f"{cls}.classifier", self.classifier, CLASSIFIERS)
+        check_int(f"{cls}.n_topics", self.n_topics, 2)  # TopicTask's and TopicAttention's bounds
+        check_int(f"{cls}.dim", self.dim, self.n_topics)
         for f in self.freeze:
             check_choice(f"{cls}.freeze entries", f, ("keys", "embeddings"))
         if self.query_vars is not None and len(self.query_vars) != len(self.seeds):
@@ -240,7 +243,19 @@ class PurityConfig(Experiment):
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice(f"{type(self).__name__}.classifier", self.classifier, CLASSIFIERS)
+        cls = type(self).__name__
+        check_choice(f"{cls}.classifier", self.classifier, CLASSIFIERS)
+        # PurityTwinTask's bounds, and TopicAttention's d >= 2 topics
+        n_pos, n_neg = self.frequent_counts
+        check_int(f"{cls}.frequent_counts[0]", n_pos, 1)
+        if self.rare_count > n_pos:
+            raise ValueError(f"{cls}.rare_count ({self.rare_count}) must be <= "
+                             f"frequent_counts[0] ({n_pos})")
+        if self.n_train <= n_pos + n_neg:
+            raise ValueError(f"{cls}.n_train ({self.n_train}) must exceed the frequent word's "
+                             f"{n_pos + n_neg} sentences (frequent_counts)")
+        check_int(f"{cls}.m", self.m, 2)
+        check_int(f"{cls}.dim", self.dim, 2)
 
     def task(self) -> PurityTwinTask:
         return PurityTwinTask(self.frequent_counts, self.rare_count, self.n_train, m=self.m,
@@ -280,7 +295,11 @@ def run_bag_task(task, classifier: str = "TC", dim: int = 200, embed_var: float 
     (:class:`~attn_core.data.BagTask`, e.g. SST-2; LMN §5.2 use d = 200, η = 0.1). Probes:
     ``att_all`` (S, E, N) the word each training sentence attends to, and ``test_accuracy``
     when the task has a test set."""
+    if not isinstance(task, BagTask):
+        raise TypeError(f"task must be a BagTask (e.g. data.sst2_task()); got "
+                        f"{type(task).__name__}")
     check_choice("classifier", classifier, CLASSIFIERS)
+    epochs, seeds = check_int("epochs", epochs), check_seeds("seeds", seeds)
     n_classes = int(task.train["y"].max()) + 1
     probes = [attended_probe()]
     if task.test is not None:
@@ -298,6 +317,7 @@ def sen_gap(history: History, m: int) -> float:
     every seed and topic word: :func:`~attn_core.theory.sen_relative_gap` of
     ``(score[i, :, j], norm[i, :, j])`` (points with ‖v‖ > 0.1) for all members i and topic
     words j of the ``score``/``norm`` probes (S, E, T); ``m`` is the run's sentence length."""
+    check_history(history, probes=("score", "norm"))
     sc, nm = history.probes["score"], history.probes["norm"]
     return max(sen_relative_gap(sc[i, :, j], nm[i, :, j], m)
                for i in range(sc.shape[0]) for j in range(sc.shape[2]))

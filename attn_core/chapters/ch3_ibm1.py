@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import torch
 
-from ..checks import check_choice, check_int, check_real
+from ..checks import check_choice, check_int, check_prob, check_real
 from ..config import SEED_SALTS, Preset
 from ..data import ClassificationAsTranslation, KeywordTask, ParallelCorpusTask
 from ..metrics import agreement, leave_one_out
 from ..models import BagOfWordsLogistic, BagOfWordsProxy, Seq2Seq
 from ..training import train
-from ._experiment import Experiment
+from ._experiment import Experiment, check_tensor_dict
 from .ch1_gated import KeywordConfig
 
 __all__ = ["TranslationConfig", "TRANSLATION", "TRANSLATION_ATTENTION", "translation_probe",
@@ -49,6 +49,8 @@ def translation_probe(eval_set: dict, k: float = 0.05):
     probe ``beta`` (S, B, T, L), how often each one's argmax is the aligned position
     (``alpha_acc``, ``beta_acc``), their agreement ``agree`` = A(α, β) and the held-out
     ``token_acc`` (each (S,))."""
+    check_tensor_dict("eval_set", eval_set, ("src", "tgt_in", "tgt", "align"))
+    k = check_real("k (the top fraction)", k, 0.0, 1.0, low_open=True)
 
     @torch.no_grad()
     def probe(model, batch):
@@ -101,7 +103,14 @@ class TranslationConfig(Experiment):
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice(f"{type(self).__name__}.attention", self.attention, TRANSLATION_ATTENTION)
+        cls = type(self).__name__
+        check_choice(f"{cls}.attention", self.attention, TRANSLATION_ATTENTION)
+        # ParallelCorpusTask's bounds
+        check_int(f"{cls}.vocab", self.vocab, 2)
+        check_prob(f"{cls}.reorder", self.reorder, open_interval=False)
+        if self.distinct and self.vocab < self.length:
+            raise ValueError(f"{cls}.vocab ({self.vocab}) must be >= length ({self.length}) for "
+                             f"distinct words per sentence")
 
     def task(self) -> ParallelCorpusTask:
         return ParallelCorpusTask(self.vocab, self.length, self.n_pairs, self.zipf, self.distinct,
@@ -145,6 +154,8 @@ TRANSLATION = Preset(
 
 def keyword_eval_set(config: KeywordConfig, n: int) -> dict:
     """``n`` held-out *positive* keyword sequences (a fixed generator, see ``SEED_SALTS``)."""
+    if not isinstance(config, KeywordConfig):
+        raise TypeError(f"config must be a KeywordConfig; got {type(config).__name__}")
     n = check_int("n", n)
     task = KeywordTask(config.length, config.vocab)
     g = torch.Generator().manual_seed(SEED_SALTS["keyword_eval"])
@@ -202,6 +213,9 @@ def run_proxy(task, steps: int = 300, lr: float = 1.0, seed: int = 0, batch_size
     """Train the full-rank bag-of-words proxy (SZKS §2.3) on a copy or translation task by SGD
     from θ = 0. Returns the trained one-member :class:`~attn_core.models.BagOfWordsProxy` and
     the History."""
+    if not (hasattr(task, "sample") and hasattr(task, "model_vocab")):
+        raise TypeError(f"task must be a copy or translation task (with sample() and "
+                        f"model_vocab); got {type(task).__name__}")
     steps, seed = check_int("steps", steps), check_int("seed", seed, 0)
     lr = check_real("lr", lr, 0.0, low_open=True)
     model_fn = functools.partial(BagOfWordsProxy, vocab_in=task.model_vocab,

@@ -16,12 +16,12 @@ import torch
 
 from ..checks import check_choice, check_generator, check_int, check_real
 from ..config import Preset
-from ..data import COPY_DISTRIBUTIONS, CopyTask
+from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
 from ..metrics import success_rate
 from ..models import ATTENTION_MODES, Seq2Seq
 from ..stacked import RNN_CELLS
 from ..theory import count_table
-from ._experiment import Experiment
+from ._experiment import Experiment, check_history
 from .ch3_ibm1 import run_proxy
 
 __all__ = ["CopyConfig", "COPY_BASE", "copy_probe", "control", "SUCCESS_LEVEL", "succeeded",
@@ -65,6 +65,7 @@ class CopyConfig(Experiment):
         super().__post_init__()
         cls = type(self).__name__
         check_choice(f"{cls}.distribution", self.distribution, COPY_DISTRIBUTIONS)
+        copy_vocab(self.length, self.distribution, self.vocab, f"{cls}.vocab")
         check_choice(f"{cls}.cell", self.cell, RNN_CELLS)
         check_choice(f"{cls}.attention", self.attention, ATTENTION_MODES)
 
@@ -113,16 +114,22 @@ def copy_probe(model, batch):
 
 def control(config: CopyConfig, ratio: float = 1.5) -> CopyConfig:
     """The control distribution of SZKS Fig. 2: L distinct items out of V = ratio·L (the
-    paper's "40 of 60" at ratio 1.5), everything else as ``config``."""
+    paper's "40 of 60" at ratio 1.5), everything else as ``config``; ratio·L must be a whole
+    number (up to float rounding)."""
     if not isinstance(config, CopyConfig):
         raise TypeError(f"config must be a CopyConfig; got {type(config).__name__}")
     ratio = check_real("ratio", ratio, 1.0)
-    return replace(config, distribution="distinct", vocab=int(ratio * config.length))
+    vocab = ratio * config.length
+    if abs(vocab - round(vocab)) > 1e-9 * vocab:
+        raise ValueError(f"ratio must make V = ratio·length a whole number; got ratio={ratio} "
+                         f"with length {config.length}: V = {vocab:g}")
+    return replace(config, distribution="distinct", vocab=int(round(vocab)))
 
 
 def succeeded(history, at: int = -1, level: float = SUCCESS_LEVEL) -> np.ndarray:
     """Which members succeeded: held-out token accuracy at evaluation ``at`` above ``level``
     (S,) bool."""
+    check_history(history, metrics=("token_acc",))
     level = check_real("level", level, 0.0, 1.0)
     acc = history.metrics["token_acc"]
     at = check_int("at", at, -acc.shape[1], acc.shape[1] - 1)
@@ -132,6 +139,8 @@ def succeeded(history, at: int = -1, level: float = SUCCESS_LEVEL) -> np.ndarray
 def scaled_count_table(task: CopyTask, n: int, generator: torch.Generator) -> np.ndarray:
     """The count table of ``n`` pairs drawn from ``generator``, scaled as L·C/n: the expected
     number of (input word, output word) co-occurrences per sentence pair (SZKS §2.3)."""
+    if not isinstance(task, CopyTask):
+        raise TypeError(f"task must be a CopyTask; got {type(task).__name__}")
     n = check_int("n", n)
     b = task.sample(check_generator("generator", generator), n)
     return count_table(b["src"], b["tgt"], task.vocab, task.vocab) * task.length / n

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..cache import check_cache_name
 from ..checks import check_choice, check_int, check_real, check_seeds
 from ..config import Preset
 from ..metrics import classify_heads
 from ..models import HEAD_REDUCTIONS, Seq2Seq
 from ..training import History
-from ._experiment import Experiment
+from ._experiment import Experiment, check_history
 from .ch4_copy import COPY_BASE, CopyConfig, control
 
 __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
@@ -67,10 +69,14 @@ class HeadsRun(Experiment):
         super().__post_init__()
         cls = type(self).__name__
         check_choice(f"{cls}.head_reduce", self.head_reduce, HEAD_REDUCTIONS)
+        check_cache_name(self.tag, f"{cls}.tag")
         heads = []
         for i, h in enumerate(self.head_seeds):
             if isinstance(h, (list, tuple)):
                 heads.append(tuple(check_seeds(f"{cls}.head_seeds[{i}]", list(h))))
+                if len(h) != self.copy.heads:
+                    raise ValueError(f"{cls}.head_seeds[{i}] lists {len(h)} head seeds; the "
+                                     f"model has copy.heads = {self.copy.heads}")
             else:
                 heads.append(check_int(f"{cls}.head_seeds[{i}]", h, 0))
         if not heads:
@@ -226,6 +232,7 @@ class RescueConfig:
 
     def succeeded(self, history: History) -> np.ndarray:
         """Which runs succeeded: final token accuracy above :attr:`good` (S,) bool."""
+        check_history(history, metrics=("token_acc",))
         return history.metrics["token_acc"][:, -1] > self.good
 
     def control_copy(self) -> CopyConfig:
@@ -263,12 +270,17 @@ def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> 
     if kind == "random":
         if "random" not in pools:
             raise ValueError("pools needs a 'random' entry for kind='random'")
+        if isinstance(pools["random"], (str, bytes)) or not isinstance(pools["random"], Iterable):
+            raise TypeError(f"pools['random'] must be an iterable of head seeds; got "
+                            f"{type(pools['random']).__name__}")
         fresh = list(itertools.islice(pools["random"], n * K))
         if len(fresh) < n * K:
             raise ValueError(f"pools['random'] needs {n * K} seeds; got {len(fresh)}")
+        fresh = check_seeds("pools['random']", fresh)
         return [fresh[i * K:(i + 1) * K] for i in range(n)]
     n_bad = K if kind == "all bad" else K - 1
-    bad, good = list(pools.get("bad", [])), list(pools.get("good", []))
+    bad, good = (check_seeds(f"pools[{k!r}]", pools.get(k, []), allow_empty=True)
+                 for k in ("bad", "good"))
     if len(bad) < n_bad or (kind == "one good" and not good):
         raise ValueError(f"not enough heads for {kind!r} with K={K}: {len(bad)} bad, "
                          f"{len(good)} good")
