@@ -7,9 +7,11 @@ head initialisations -- and returns a :class:`History`. It runs them either
   optimiser over the stacked parameters minimising ``Σ_i loss_i``. Adam and SGD are elementwise,
   so this is exactly S independent optimisers; or
 - **looped**: S one-member models trained one after another (the way the papers' code does it,
-  using PyTorch's fused LSTM kernels) -- on the CPU spread over ``ATTN_WORKERS`` worker
-  processes (joblib/loky, one per core by default), with bitwise the same numbers as one
-  process.
+  using PyTorch's fused LSTM kernels).
+
+On the CPU both spread over ``ATTN_WORKERS`` worker processes (joblib/loky, one per core by
+default): looped members one by one, batched members as one stacked group per worker. The
+numbers are bitwise the same as in one process.
 
 Batched and looped give the same numbers up to float rounding (``tests/test_engine.py`` checks
 < 1e-5). ``execution="auto"`` follows a fixed rule (:func:`choose_execution`: batched on CUDA,
@@ -117,9 +119,10 @@ class Trainer:
         device: torch device (default: CUDA when available, else CPU).
         progress: show a tqdm progress bar.
         desc: the progress bar's label.
-        workers: worker processes for looped execution on the CPU (default ``ATTN_WORKERS``,
-            itself defaulting to the cores this process may use); 1 trains in this process.
-            Results are bitwise equal for any number of workers.
+        workers: worker processes on the CPU (default ``ATTN_WORKERS``, itself defaulting to
+            the cores this process may use); 1 trains in this process. Looped members are
+            spread over them; batched members are split into one stacked group per worker.
+            Results are bitwise equal for any number of workers (tested).
     """
 
     steps: int
@@ -200,8 +203,7 @@ class Trainer:
         execution = self.execution
         if execution == "auto":
             execution = choose_execution(len(seeds), self.device)
-        groups = ([list(range(len(seeds)))] if execution == "batched"
-                  else [[i] for i in range(len(seeds))])
+        groups = self._groups(len(seeds), execution)
         jobs = [(model_fn, [seeds[i] for i in g], {k: [v[i] for i in g]
                                                    for k, v in member_kwargs.items()},
                  [data_seeds[i] for i in g]) for g in groups]
@@ -231,6 +233,20 @@ class Trainer:
             config={"steps": self.steps, "batch_size": self.batch_size, "optimizer": self.optimizer,
                     "lr": self.lr, "eval_every": self.eval_every, "device": str(self.device)},
         )
+
+    def _groups(self, n_members: int, execution: str) -> list[list[int]]:
+        """Which members train together. Looped: one member per group. Batched: one group, or
+        on the CPU with several workers, contiguous groups of >= 2 members, one per worker (a
+        stacked step computes each member's slice on its own, so a member's numbers do not
+        depend on its group -- tested bitwise; a group of one would switch to the fused RNN
+        kernel, so groups keep two members at least)."""
+        if execution == "looped":
+            return [[i] for i in range(n_members)]
+        n_workers = 1 if self.device.type != "cpu" else (
+            self.workers if self.workers is not None else env_workers())
+        k = max(1, min(n_workers, n_members // 2))
+        bounds = np.linspace(0, n_members, k + 1).round().astype(int)
+        return [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _workers(self, n_groups: int) -> int:
         """How many worker processes train the groups: 1 (in this process) on CUDA, for a single

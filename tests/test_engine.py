@@ -112,17 +112,30 @@ def _assert_bitwise_equal(a, b):
 CLASSIFIER = functools.partial(AttentionClassifier, vocab=10, embed=6, hidden=6)
 
 
-@pytest.mark.parametrize("model_fn, task", [(SEQ2SEQ, CopyTask(12)),
+GRU_PROJ = functools.partial(Seq2Seq, vocab=13, embed=12, hidden=12, cell="gru", heads=2,
+                             head_proj=True)
+
+
+@pytest.mark.parametrize("model_fn, task", [(SEQ2SEQ, CopyTask(12)), (GRU_PROJ, CopyTask(12)),
                                             (CLASSIFIER, KeywordTask(8, 10))],
-                         ids=["seq2seq", "classifier"])
-def test_workers_give_bitwise_the_numbers_of_one_process(model_fn, task):
+                         ids=["seq2seq", "seq2seq-gru-proj", "classifier"])
+@pytest.mark.parametrize("execution", ["looped", "batched"])
+def test_workers_give_bitwise_the_numbers_of_one_process(model_fn, task, execution):
     probe = lambda model, batch: {"first_loss": model.evaluate(batch)["loss"] * 2}
-    kw = dict(steps=4, batch_size=4, eval_every=2, progress=False, execution="looped",
+    kw = dict(steps=4, batch_size=4, eval_every=2, progress=False, execution=execution,
               probes=[probe])
-    one = train(model_fn, task, [0, 1, 2], workers=1, **kw)
-    two = train(model_fn, task, [0, 1, 2], workers=2, **kw)
+    one = train(model_fn, task, [0, 1, 2, 3, 4], workers=1, **kw)
+    two = train(model_fn, task, [0, 1, 2, 3, 4], workers=2, **kw)
     _assert_bitwise_equal(one, two)
     assert not np.array_equal(one.train_loss[0], one.train_loss[1])
+
+
+def test_batched_groups_keep_two_members_or_more():
+    t = Trainer(steps=1, workers=2)
+    assert t._groups(5, "batched") == [[0, 1], [2, 3, 4]]
+    assert t._groups(3, "batched") == [[0, 1, 2]]          # a group of one would run fused
+    assert t._groups(3, "looped") == [[0], [1], [2]]
+    assert Trainer(steps=1, workers=1)._groups(6, "batched") == [list(range(6))]
 
 
 def test_an_exception_in_a_worker_surfaces_with_its_message():
@@ -215,3 +228,27 @@ def test_mismatched_shapes_raise():
         model.loss(batch)
     with pytest.raises(ValueError, match="missing"):
         model.loss({"src": batch["src"][:2]})
+
+
+@pytest.mark.parametrize("execution", ["batched", "looped"])
+def test_eval_batch_size_is_the_size_of_every_evaluation_batch(execution):
+    def batch_size_probe(model, batch):
+        return {"n": torch.full((model.n_members,), float(batch["src"].shape[1]))}
+
+    h = train(SEQ2SEQ, CopyTask(12), [0, 1], steps=3, batch_size=4, eval_batch_size=7,
+              eval_every=1, progress=False, execution=execution, workers=1,
+              probes=[batch_size_probe])
+    assert np.all(h.probes["n"] == 7)
+
+
+def test_two_probes_may_not_record_the_same_name():
+    p = lambda model, batch: {"x": torch.zeros(model.n_members)}
+    with pytest.raises(ValueError, match="two probes returned the name 'x'"):
+        train(SEQ2SEQ, CopyTask(12), [0], steps=1, batch_size=4, progress=False,
+              probes=[p, p])
+
+
+def test_probes_must_be_a_list_of_callables():
+    with pytest.raises(TypeError, match="probes must be a list or tuple of callables"):
+        train(SEQ2SEQ, CopyTask(12), [0], steps=1, batch_size=4, progress=False,
+              probes={"": lambda m, b: {}})

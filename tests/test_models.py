@@ -112,3 +112,21 @@ def test_topic_model_scores_start_at_zero():
 def test_bad_model_arguments(cls, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         cls(**kwargs)
+
+
+@pytest.mark.parametrize("make, call", [
+    (lambda: AttentionClassifier(vocab=5, embed=3, hidden=3, seeds=[0, 1]),
+     lambda m, x: m(x)),
+    (lambda: Seq2Seq(vocab=5, embed=3, hidden=3, seeds=[0, 1]),
+     lambda m, x: m(x, x)),
+    (lambda: TopicAttention(vocab=5, n_topics=2, dim=2, seeds=[0, 1]),
+     lambda m, x: m(x)),
+], ids=["classifier", "seq2seq", "topic"])
+def test_token_id_equal_to_vocab_never_reads_the_next_members_table(make, call):
+    # the stacked lookup offsets member i's ids by i*vocab: an id == vocab in member 0 would
+    # silently read member 1's first row (it did before ids were range-checked per member)
+    model = make()
+    x = torch.zeros(2, 1, 3, dtype=torch.long)
+    x[0, 0, 1] = 5
+    with pytest.raises(ValueError, match=r"token ids in \[0, 4\]|ids in \[0, 4\]"):
+        call(model, x)

@@ -21,6 +21,7 @@ from ..metrics import success_rate
 from ..models import ATTENTION_MODES, Seq2Seq
 from ..stacked import RNN_CELLS
 from ..theory import count_table
+from ..training import EXECUTIONS
 from ._experiment import Experiment, check_history
 from .ch3_ibm1 import run_proxy
 
@@ -40,7 +41,9 @@ class CopyConfig(Experiment):
     ``distribution``/``vocab`` as in :class:`~attn_core.data.CopyTask`; ``permutation_seed``
     (if not None) makes the target a fixed permutation π of the input positions (SZKS §6.2),
     π drawn from that seed. ``cell`` is the encoder/decoder cell, "lstm" or "gru" (the authors'
-    multi-head experiment of §5.2 used GRUs). Probes: :func:`copy_probe`.
+    multi-head experiment of §5.2 used GRUs). ``execution`` as in
+    :class:`~attn_core.training.Trainer` (``"auto"``: looped on the CPU, where PyTorch's fused
+    LSTM kernel is as fast as batching). Probes: :func:`copy_probe`.
     """
 
     name = "copy"
@@ -60,6 +63,7 @@ class CopyConfig(Experiment):
     eval_every: int = 10
     eval_batch_size: int = 64
     seeds: tuple[int, ...] = tuple(range(10))
+    execution: str = "auto"
 
     def __post_init__(self):
         super().__post_init__()
@@ -68,6 +72,7 @@ class CopyConfig(Experiment):
         copy_vocab(self.length, self.distribution, self.vocab, f"{cls}.vocab")
         check_choice(f"{cls}.cell", self.cell, RNN_CELLS)
         check_choice(f"{cls}.attention", self.attention, ATTENTION_MODES)
+        check_choice(f"{cls}.execution", self.execution, EXECUTIONS)
 
     def task(self) -> CopyTask:
         perm = None
@@ -86,7 +91,8 @@ class CopyConfig(Experiment):
 
     def train_kwargs(self) -> dict:
         return dict(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
-                    eval_every=self.eval_every, eval_batch_size=self.eval_batch_size)
+                    eval_every=self.eval_every, eval_batch_size=self.eval_batch_size,
+                    execution=self.execution)
 
     def label(self, task) -> str:
         return f"copy {self.distribution} V={task.vocab} ({self.attention})"
