@@ -3,7 +3,7 @@
 Two tables, measured side by side in one run:
 
 1. **Workers**: wall time of ``attn_core.training.train`` for S = 2, 4, 8, 20 members
-   (chapter 4's seq2seq, looped, ``--steps`` Adam steps) with 1 worker (in this process) and
+   (chapter 4's seq2seq, looped; 50 Adam steps at the fast size, 5 at the paper size) with 1 worker (in this process) and
    with N workers (default: the cores this process may use), at the fast and paper sizes;
    the ratio is the speed-up. The worker pool is started once before timing (a notebook keeps
    it alive between cells, as joblib/loky does).
@@ -16,7 +16,7 @@ On CUDA it also prints the looped-vs-batched table (batching removes S-fold laun
 Not a test: timings depend on the machine and its load; read the ratios.
 
     python benchmarks/bench_engine.py                         # both sizes, S = 2 4 8 20
-    python benchmarks/bench_engine.py --sizes fast --steps 5 --out benchmarks/engine.json
+    python benchmarks/bench_engine.py --sizes fast --steps 100 --out benchmarks/engine.json
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ from attn_core.models import Seq2Seq
 from attn_core.training import train
 
 SIZES = {
-    "fast": dict(length=20, hidden=64, batch=32, label="fast (L=20, hidden 64, batch 32)"),
-    "paper": dict(length=40, hidden=256, batch=128, label="paper (L=40, hidden 256, batch 128)"),
+    "fast": dict(length=20, hidden=64, batch=32, steps=50,
+                 label="fast (L=20, hidden 64, batch 32)"),
+    "paper": dict(length=40, hidden=256, batch=128, steps=5,
+                  label="paper (L=40, hidden 256, batch 128)"),
 }
 
 
@@ -81,7 +83,9 @@ def time_train(fn, task, S: int, batch: int, steps: int, workers: int, device) -
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=3, help="training steps per run (default 3)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="training steps per run (default: 50 at the fast size, 5 at the paper "
+                         "size)")
     ap.add_argument("--members", type=int, nargs="+", default=[2, 4, 8, 20])
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     ap.add_argument("--workers", type=int, default=available_cores(),
@@ -94,7 +98,7 @@ def main():
     print(f"single-core float32 matmul (1024^3): {peak:.1f} GFLOP/s")
     rows, eff = [], []
 
-    print(f"\n1 vs {args.workers} workers, {args.steps} steps of S looped models (wall seconds)")
+    print(f"\n1 vs {args.workers} workers: wall seconds to train S looped models")
     head = f"{'size':36s} {'S':>3s} {'1 worker':>9s} {f'{args.workers} workers':>10s} {'speed-up':>9s}"
     print(head + "\n" + "-" * len(head))
     for size in args.sizes:
@@ -102,13 +106,16 @@ def main():
         task = CopyTask(c["length"])
         fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
                                hidden=c["hidden"])
+        steps = args.steps or c["steps"]
+        time_train(fn, task, 2, c["batch"], 1, 1, device)             # warm up this process
         time_train(fn, task, 2, c["batch"], 1, args.workers, device)  # start the worker pool
         for S in args.members:
-            t1 = time_train(fn, task, S, c["batch"], args.steps, 1, device)
-            tn = time_train(fn, task, S, c["batch"], args.steps, args.workers, device)
-            rows.append(dict(size=c["label"], members=S, steps=args.steps, one_worker_s=t1,
+            t1 = time_train(fn, task, S, c["batch"], steps, 1, device)
+            tn = time_train(fn, task, S, c["batch"], steps, args.workers, device)
+            rows.append(dict(size=c["label"], members=S, steps=steps, one_worker_s=t1,
                              n_workers=args.workers, n_workers_s=tn, speedup=t1 / tn))
-            print(f"{c['label']:36s} {S:3d} {t1:9.2f} {tn:10.2f} {t1 / tn:8.2f}x")
+            print(f"{c['label']:36s} {S:3d} {t1:9.2f} {tn:10.2f} {t1 / tn:8.2f}x"
+                  f"   ({steps} steps)")
 
     print("\nFLOP efficiency of one model's training step (1 thread)")
     head = (f"{'size':36s} {'s/step':>7s} {'GFLOP/step':>11s} {'GFLOP/s':>8s} "
@@ -119,8 +126,9 @@ def main():
         task = CopyTask(c["length"])
         fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
                                hidden=c["hidden"])
-        times = [time_train(fn, task, 1, c["batch"], args.steps + 1, 1, device)
-                 / (args.steps + 1) for _ in range(3)]
+        steps = args.steps or c["steps"]
+        times = [time_train(fn, task, 1, c["batch"], steps, 1, device) / steps
+                 for _ in range(3)]
         s_step = statistics.median(times)
         flops = step_flops(c["length"], c["hidden"], c["batch"], task.model_vocab)
         eff.append(dict(size=c["label"], s_per_step=s_step, gflop_per_step=flops / 1e9,
@@ -137,9 +145,10 @@ def main():
             fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
                                    hidden=c["hidden"])
             for S in args.members:
-                run = lambda ex: _timed(lambda: train(fn, task, list(range(S)), steps=args.steps,
+                steps = args.steps or c["steps"]
+                run = lambda ex: _timed(lambda: train(fn, task, list(range(S)), steps=steps,
                                                       batch_size=c["batch"], progress=False,
-                                                      execution=ex, eval_every=args.steps))
+                                                      execution=ex, eval_every=steps))
                 lo, ba = run("looped"), run("batched")
                 cuda_rows.append(dict(size=c["label"], members=S, looped_s=lo, batched_s=ba))
                 print(f"{c['label']:36s} {S:3d} looped {lo:7.2f} batched {ba:7.2f} "
