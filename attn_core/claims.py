@@ -45,8 +45,11 @@ _HOLDS = "holds"  # the op recorded for Claims.holds
 _ROUNDING = 1e-12  # relative slack of "≈", so that float rounding cannot flip a boundary case
 
 # Column caps of the printed table: claim, statement, measured, threshold, paper, mark.
-# 6 + 40 + 18 + 15 + 9 + 1 plus five 2-space gaps = 99 characters at most.
-_WIDTHS = (7, 40, 18, 15, 9, 1)
+# 7 + 33 + 15 + 10 + 9 + 1 plus four 2-space gaps and one space before the mark = 84
+# characters at most: the book's text column shows 85 characters of monospace output
+# without a horizontal scrollbar (tests/test_browser.py checks every chapter's table).
+_WIDTHS = (7, 33, 15, 10, 9, 1)
+MAX_WIDTH = 84
 _HEADER = ("claim", "statement", "measured", "threshold", "paper", "")
 _GAP = "  "
 _PASS, _FAIL = "✓", "✗"
@@ -354,16 +357,21 @@ class Claims:
         return f"Claims({self.title!r}: {n - len(self.failed)}/{n} hold)"
 
     def table(self) -> str:
-        """The evidence as plain text, one claim a row, no row wider than 99 characters."""
+        """The evidence as plain text, one claim a row, no row wider than :data:`MAX_WIDTH`."""
         cells = [_HEADER] + [
             (r.id, r.statement, r.measured_text, r.threshold_text, r.paper or "",
              _PASS if r.ok else _FAIL) for r in self._rows]
-        cells = [[_fit(c, w) for c, w in zip(row, _WIDTHS)] for row in cells]
-        widths = [max(len(row[j]) for row in cells) for j in range(len(_WIDTHS))]
-        if not any(row[4] for row in cells[1:]):  # no paper values: drop the column
+        caps = list(_WIDTHS)
+        has_paper = any(row[4] for row in cells[1:])
+        if not has_paper:  # no paper values: the statement gets the paper column's room
+            caps[1] += caps[4] + len(_GAP)
+        cells = [[_fit(c, w) for c, w in zip(row, caps)] for row in cells]
+        widths = [max(len(row[j]) for row in cells) for j in range(len(caps))]
+        if not has_paper:
             cells = [row[:4] + row[5:] for row in cells]
             widths = widths[:4] + widths[5:]
-        lines = [_GAP.join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+        lines = [(_GAP.join(c.ljust(w) for c, w in zip(row[:-1], widths[:-1])) + " " + row[-1])
+                 .rstrip() for row in cells]
         n = len(self._rows)
         head = f"{self.title}: {n - len(self.failed)} of {n} claims hold"
         rule = "-" * max(len(line) for line in lines)

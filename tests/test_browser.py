@@ -421,6 +421,36 @@ def test_wide_slider_figures_fit_the_column(browser, server):
     _record(browser, CHAPTER5)
 
 
+CHAPTERS = ["notebooks/01_gated_classifier.html", "notebooks/02_sen.html",
+            "notebooks/03_ibm1.html", "notebooks/04_permutation_copy.html", CHAPTER5]
+
+# The text output of the claims cell: its <pre>, how wide it is against its box, and where.
+_CLAIMS_JS = r"""
+(() => {
+  const pres = [...document.querySelectorAll('.cell_output pre, .output pre')]
+                 .filter(p => /claims of Chapter \d/.test(p.textContent));
+  if (!pres.length) return null;
+  const p = pres[pres.length - 1];
+  p.scrollIntoView({block: 'start'});
+  return {text: p.textContent, scroll: p.scrollWidth, width: p.clientWidth};
+})()
+"""
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.split("/")[-1][:2])
+def test_claims_table_is_shown_whole(browser, server, page):
+    """Every chapter ends on its claims table: printed (no claim failed) and narrow enough
+    for the column (no horizontal scrollbar under it). Screenshot in _build/screenshots/."""
+    _visit(browser, server, page)
+    claims = browser.wait_for(_CLAIMS_JS, what=f"the claims table on {page}")
+    assert "✓" in claims["text"] and "✗" not in claims["text"], claims["text"][-2000:]
+    assert claims["scroll"] <= claims["width"], (
+        f"the claims table is {claims['scroll']} px wide in a {claims['width']} px column")
+    browser.pump(0.5)
+    browser.screenshot(SHOTS / f"claims_{page.split('/')[-1][:2]}.png")
+    _record(browser, page)
+
+
 def test_no_request_leaves_the_machine(browser, server):
     for page in (INTRO, CHAPTER1):
         if page not in _VISITS:  # this test run on its own
