@@ -192,6 +192,19 @@ def _holds_bool(values) -> bool:
     return False
 
 
+def _checked_shape_is_empty(name: str, arr: np.ndarray, ndim, allow_empty: bool) -> bool:
+    """Check ``arr``'s number of axes against ``ndim`` (one value, several, or None) and
+    refuse an empty array unless ``allow_empty``; True when the (allowed) array is empty."""
+    if ndim is not None:
+        dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in dims:
+            raise ValueError(f"{name} must be a {' or '.join(f'{d}-D' for d in dims)} array; "
+                             f"got shape {arr.shape}")
+    if arr.size == 0 and not allow_empty:
+        raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+    return arr.size == 0
+
+
 def check_int_array(name: str, value, low: int | None = 0, high: int | None = None,
                     ndim: int | tuple[int, ...] | None = None,
                     allow_empty: bool = False) -> np.ndarray:
@@ -203,14 +216,7 @@ def check_int_array(name: str, value, low: int | None = 0, high: int | None = No
     """
     what = f"an array of ints {_range_text(low, high)}".rstrip()
     arr = _as_array(name, value, what)
-    if ndim is not None:
-        dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
-        if arr.ndim not in dims:
-            raise ValueError(f"{name} must be a {' or '.join(f'{d}-D' for d in dims)} array; "
-                             f"got shape {arr.shape}")
-    if arr.size == 0:
-        if not allow_empty:
-            raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+    if _checked_shape_is_empty(name, arr, ndim, allow_empty):
         return arr.astype(np.int64)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must be {what}; got dtype {arr.dtype} (floats, bools and strings "
@@ -226,14 +232,7 @@ def check_real_array(name: str, value, ndim: int | tuple[int, ...] | None = None
     free of NaN (and of ±inf unless ``finite=False``); ``ndim`` as in :func:`check_int_array`."""
     what = "an array of real numbers"
     arr = _as_array(name, value, what)
-    if ndim is not None:
-        dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
-        if arr.ndim not in dims:
-            raise ValueError(f"{name} must be a {' or '.join(f'{d}-D' for d in dims)} array; "
-                             f"got shape {arr.shape}")
-    if arr.size == 0:
-        if not allow_empty:
-            raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+    if _checked_shape_is_empty(name, arr, ndim, allow_empty):
         return arr.astype(float)
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be {what}; got dtype {arr.dtype}")

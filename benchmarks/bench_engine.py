@@ -80,6 +80,14 @@ def time_train(fn, task, S: int, batch: int, steps: int, workers: int, device) -
                                 workers=workers, device=device))
 
 
+def setup(size: str, steps: int | None):
+    """The size's settings, its copy task, the model builder and the step count."""
+    c = SIZES[size]
+    task = CopyTask(c["length"])
+    fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"], hidden=c["hidden"])
+    return c, task, fn, steps or c["steps"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -102,11 +110,7 @@ def main():
     head = f"{'size':36s} {'S':>3s} {'1 worker':>9s} {f'{args.workers} workers':>10s} {'speed-up':>9s}"
     print(head + "\n" + "-" * len(head))
     for size in args.sizes:
-        c = SIZES[size]
-        task = CopyTask(c["length"])
-        fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
-                               hidden=c["hidden"])
-        steps = args.steps or c["steps"]
+        c, task, fn, steps = setup(size, args.steps)
         time_train(fn, task, 2, c["batch"], 1, 1, device)             # warm up this process
         time_train(fn, task, 2, c["batch"], 1, args.workers, device)  # start the worker pool
         for S in args.members:
@@ -122,11 +126,7 @@ def main():
             f"{'of matmul':>10s}")
     print(head + "\n" + "-" * len(head))
     for size in args.sizes:
-        c = SIZES[size]
-        task = CopyTask(c["length"])
-        fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
-                               hidden=c["hidden"])
-        steps = args.steps or c["steps"]
+        c, task, fn, steps = setup(size, args.steps)
         times = [time_train(fn, task, 1, c["batch"], steps, 1, device) / steps
                  for _ in range(3)]
         s_step = statistics.median(times)
@@ -140,12 +140,8 @@ def main():
     if device.type == "cuda":
         print("\nCUDA: looped vs batched, seconds for the run")
         for size in args.sizes:
-            c = SIZES[size]
-            task = CopyTask(c["length"])
-            fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c["hidden"],
-                                   hidden=c["hidden"])
+            c, task, fn, steps = setup(size, args.steps)
             for S in args.members:
-                steps = args.steps or c["steps"]
                 run = lambda ex: _timed(lambda: train(fn, task, list(range(S)), steps=steps,
                                                       batch_size=c["batch"], progress=False,
                                                       execution=ex, eval_every=steps))
