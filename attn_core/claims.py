@@ -29,6 +29,8 @@ comparison, ``"!="`` included.
 
 from __future__ import annotations
 
+import html as _html
+
 import math
 import numbers
 from dataclasses import dataclass
@@ -289,6 +291,21 @@ class _Printed(str):
         pass
 
 
+class _Table:
+    """The claims table for a notebook: HTML (cells wrap, so the whole statement shows and
+    Greek letters or ≤ in a fallback font cannot push it past the book's column) with the
+    plain-text table as its text/plain form (terminals, nbval)."""
+
+    def __init__(self, text: str, html: str):
+        self.text, self.html = text, html
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+
 class Claims:
     """Collects a chapter's claims; :meth:`show` prints the evidence, :meth:`assert_all` checks it.
 
@@ -377,12 +394,38 @@ class Claims:
         rule = "-" * max(len(line) for line in lines)
         return "\n".join([head, rule, lines[0], rule, *lines[1:], rule])
 
-    def show(self) -> str:
-        """Print the evidence table (plain text, so the static book renders it) and return it.
+    def html(self) -> str:
+        """The evidence as an HTML table (class ``attn-claims``): every statement in full."""
+        esc = _html.escape
+        n = len(self._rows)
+        has_paper = any(r.paper for r in self._rows)
+        head = ["claim", "statement", "measured", "threshold"] + (["paper"] if has_paper else [])
+        rows = []
+        for r in self._rows:
+            cells = [r.id, r.statement, r.measured_text, r.threshold_text]
+            cells += [r.paper or ""] if has_paper else []
+            mark = (f'<td class="attn-claim-{"ok" if r.ok else "failed"}">'
+                    f'{_PASS if r.ok else _FAIL}</td>')
+            rows.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + mark + "</tr>")
+        caption = esc(f"{self.title}: {n - len(self.failed)} of {n} claims hold")
+        return (f'<table class="attn-claims"><caption>{caption}</caption><thead><tr>'
+                + "".join(f"<th>{h}</th>" for h in head) + "<th></th></tr></thead><tbody>"
+                + "".join(rows) + "</tbody></table>")
 
-        The returned string does not display itself again when ``c.show()`` ends a cell."""
+    def show(self) -> str:
+        """Show the evidence table and return its plain text: in a notebook as an HTML table
+        (with the text as its plain form), elsewhere printed. The returned string does not
+        display itself again when ``c.show()`` ends a cell."""
         text = _Printed(self.table())
-        print(text)
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:  # pragma: no cover - IPython comes with the book's requirements
+            get_ipython = None
+        if get_ipython is not None and get_ipython() is not None:
+            display(_Table(str(text), self.html()))
+        else:
+            print(text)
         return text
 
     def assert_all(self) -> None:

@@ -424,28 +424,34 @@ def test_wide_slider_figures_fit_the_column(browser, server):
 CHAPTERS = ["notebooks/01_gated_classifier.html", "notebooks/02_sen.html",
             "notebooks/03_ibm1.html", "notebooks/04_permutation_copy.html", CHAPTER5]
 
-# The text output of the claims cell: its <pre>, how wide it is against its box, and where.
+# The claims cell's HTML table: its caption, failed cells, and its width against its box.
 _CLAIMS_JS = r"""
 (() => {
-  const pres = [...document.querySelectorAll('.cell_output pre, .output pre')]
-                 .filter(p => /claims of Chapter \d/.test(p.textContent));
-  if (!pres.length) return null;
-  const p = pres[pres.length - 1];
-  p.scrollIntoView({block: 'start'});
-  return {text: p.textContent, scroll: p.scrollWidth, width: p.clientWidth};
+  const tables = [...document.querySelectorAll('table.attn-claims')];
+  if (!tables.length) return null;
+  const t = tables[tables.length - 1];
+  t.scrollIntoView({block: 'start'});
+  const box = t.closest('.cell_output, .output') || t.parentElement;
+  return {caption: t.caption ? t.caption.textContent : '',
+          failed: t.querySelectorAll('.attn-claim-failed').length,
+          ok: t.querySelectorAll('.attn-claim-ok').length,
+          width: t.getBoundingClientRect().width, room: box.clientWidth,
+          spill: Math.max(0, box.scrollWidth - box.clientWidth)};
 })()
 """
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.split("/")[-1][:2])
 def test_claims_table_is_shown_whole(browser, server, page):
-    """Every chapter ends on its claims table: printed (no claim failed) and narrow enough
-    for the column (no horizontal scrollbar under it). Screenshot in _build/screenshots/."""
+    """Every chapter ends on its claims table: shown as a table, every claim held, and no
+    wider than the column (no horizontal scrollbar). Screenshot in _build/screenshots/."""
     _visit(browser, server, page)
     claims = browser.wait_for(_CLAIMS_JS, what=f"the claims table on {page}")
-    assert "✓" in claims["text"] and "✗" not in claims["text"], claims["text"][-2000:]
-    assert claims["scroll"] <= claims["width"], (
-        f"the claims table is {claims['scroll']} px wide in a {claims['width']} px column")
+    n = claims["ok"]
+    assert n > 0 and claims["failed"] == 0, claims
+    assert f"{n} of {n} claims hold" in claims["caption"], claims
+    assert claims["spill"] == 0 and claims["width"] <= claims["room"] + 1, (
+        f"the claims table is {claims['width']:.0f} px wide in a {claims['room']} px column")
     browser.pump(0.5)
     browser.screenshot(SHOTS / f"claims_{page.split('/')[-1][:2]}.png")
     _record(browser, page)

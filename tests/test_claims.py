@@ -250,3 +250,15 @@ def test_duplicate_claim_rejected_but_shared_id_allowed():
     with pytest.raises(ValueError, match="duplicate claim"):
         c.holds("P2", "late gap", ok=True)
     assert len(c) == 2  # the rejected claims were not recorded
+
+
+def test_html_table_shows_every_statement_whole_and_escaped():
+    c = Claims("Chapter 9")
+    long = "a statement far too long for the text table's column, with <angle> & α ≤ β"
+    c.check("X1", long, measured=0.5, op=">", threshold=0.4, paper="≈ 0.5")
+    c.check("X2", "fails", measured=0.1, op=">", threshold=0.4)
+    html = c.html()
+    assert 'class="attn-claims"' in html and "Chapter 9: 1 of 2 claims hold" in html
+    assert "with &lt;angle&gt; &amp; α ≤ β" in html            # whole, escaped
+    assert html.count("attn-claim-ok") == 1 and html.count("attn-claim-failed") == 1
+    assert "<th>paper</th>" in html and "≈ 0.5" in html
