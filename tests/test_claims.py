@@ -80,14 +80,19 @@ def test_infinite_measured_is_compared_not_rejected():
 
 
 # ----------------------------------------------------------------------------- assert_all
-
-def test_assert_all_lists_every_failure():
+def _chapter4(p2: float, g6_ok: bool, g6_seeds: str) -> Claims:
+    """Four claims like a chapter's (M3 always fails on its 0.7)."""
     c = Claims("Chapter 4")
     c.check("P2", "permutations succeed less often than the control (difference)",
-            measured=0.3, op=">=", threshold=0.4, paper="≈ 0.5")
+            measured=p2, op=">=", threshold=0.4, paper="≈ 0.5")
     c.check("P5", "proxy spread under permutations", measured=3e-9, op="<", threshold=1e-6)
     c.check("M3", "random K=8 heads succeed", measured=[1.0, 0.7], op=">=", threshold=0.8)
-    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=False, measured="2/3 seeds")
+    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=g6_ok, measured=g6_seeds)
+    return c
+
+
+def test_assert_all_lists_every_failure():
+    c = _chapter4(p2=0.3, g6_ok=False, g6_seeds="2/3 seeds")
     assert [r.id for r in c.failed] == ["P2", "M3", "G6"]
     with pytest.raises(AssertionError) as err:
         c.assert_all()
@@ -125,12 +130,7 @@ def _row(table: str, claim_id: str) -> str:
 
 
 def test_table_marks_the_right_rows(capsys):
-    c = Claims("Chapter 4")
-    c.check("P2", "permutations succeed less often than the control (difference)",
-            measured=0.6, op=">=", threshold=0.4, paper="≈ 0.5")
-    c.check("P5", "proxy spread under permutations", measured=3e-9, op="<", threshold=1e-6)
-    c.check("M3", "random K=8 heads succeed", measured=[1.0, 0.7], op=">=", threshold=0.8)
-    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=True, measured="3/3 seeds")
+    c = _chapter4(p2=0.6, g6_ok=True, g6_seeds="3/3 seeds")
     text = c.show()
     assert capsys.readouterr().out.strip() == text.strip()  # printed, and returned
     assert text.splitlines()[0] == "Chapter 4: 3 of 4 claims hold"
