@@ -99,8 +99,9 @@ def test_roundtrip_check_catches_swaps_and_zeros():
     swapped.seeds, swapped.data_seeds = h.data_seeds, h.seeds
     recast = copy.deepcopy(h)
     recast.probes["attention"] = h.probes["attention"].astype(np.float64)
-    for bad in (zeroed, swapped, recast):
-        with pytest.raises(AssertionError):
+    for bad, field in ((zeroed, r"metrics\[loss\]"), (swapped, "seeds"),
+                       (recast, "'probes', 'attention'")):
+        with pytest.raises(AssertionError, match=field):
             _assert_same_history(bad, h)
 
 
