@@ -242,15 +242,14 @@ class Trainer:
         kernel, so groups keep two members at least)."""
         if execution == "looped":
             return [[i] for i in range(n_members)]
-        n_workers = 1 if self.device.type != "cpu" else (
-            self.workers if self.workers is not None else env_workers())
+        n_workers = self._workers(n_members)
         k = max(1, min(n_workers, n_members // 2))
         bounds = np.linspace(0, n_members, k + 1).round().astype(int)
         return [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _workers(self, n_groups: int) -> int:
-        """How many worker processes train the groups: 1 (in this process) on CUDA, for a single
-        group, or when ``workers``/``ATTN_WORKERS`` is 1; else up to that many."""
+        """How many worker processes train ``n_groups`` groups: 1 (in this process) on CUDA,
+        for a single group, or when ``workers``/``ATTN_WORKERS`` is 1; else up to that many."""
         if self.device.type != "cpu" or n_groups < 2:
             return 1
         return min(self.workers if self.workers is not None else env_workers(), n_groups)
