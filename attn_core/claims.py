@@ -3,7 +3,8 @@
 Every chapter ends its experiments with one *claims cell*. It collects each claim of the
 chapter (keyed by its experiment-catalogue id, e.g. ``"P2"``) together with the value the
 experiment measured, the test the value must pass and, where the paper gives one, the paper's
-value; it prints all of that as one plain-text table, and only then asserts. A failing claim
+value; it shows all of that as one table (HTML in a notebook, plain text elsewhere), and only
+then asserts. A failing claim
 therefore never hides the others: the reader sees the whole table, and the single
 :class:`AssertionError` lists every claim that failed, with its full statement::
 
@@ -16,7 +17,7 @@ therefore never hides the others: the reader sees the whole table, and the singl
     c.check("M3", "random K=8 heads succeed", measured=acc_per_seed, op=">=", threshold=0.8)
     c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=late_wins,
             measured="3/3 seeds")
-    c.show()        # the evidence, as a table (printed, and returned as a string)
+    c.show()        # the evidence, as a table (shown, and returned as plain text)
     c.assert_all()  # one AssertionError naming every failed claim; else "all 4 claims ... hold"
 
 Comparisons (``op``): ``"<"``, ``"<="``, ``">"``, ``">="``, ``"=="``, ``"!="`` against a finite

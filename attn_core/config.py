@@ -220,13 +220,11 @@ def describe(mode: str | None = None) -> str:
 #:   prime), so that W_k and P_k of one head are independent draws (models.Seq2Seq);
 #: - ``heads_per_member``: without explicit head seeds, head k of the member with seed s is
 #:   seeded ``s * 1000 + k`` (models.Seq2Seq, used for P_k only);
-#: - ``keyword_eval``: the fixed held-out keyword sequences of chapter 3's I8 probe;
-#: - ``calibration``: throwaway data of the engine's execution calibration (never a real run).
+#: - ``keyword_eval``: the fixed held-out keyword sequences of chapter 3's I8 probe.
 SEED_SALTS = {
     "eval_stream_mul": 1_000_003,
     "eval_stream_add": 99_991,
     "head_projection": 7919,
     "heads_per_member": 1000,
     "keyword_eval": 4242,
-    "calibration": 12345,
 }

@@ -206,7 +206,7 @@ def sen_probe(words, nontopic=None):
             other = torch.zeros_like(other)
             other[nontopic] = True
         p = model(batch["x"], batch.get("mask"))["p"]
-        is_topic = torch.isin(batch["x"], words)
+        is_topic = torch.isin(batch["x"], words.to(batch["x"].device))
         att = (p * is_topic).sum(-1).mean(-1)
         top = torch.gather(is_topic, 2, p.argmax(-1, keepdim=True)).float().mean((1, 2))
         return {"score": s[:, words], "norm": v[:, words],
@@ -249,7 +249,7 @@ def eq8_rates(model, batch, words) -> dict[str, Tensor]:
         emb = model.embedding.detach().clone().requires_grad_(True)
         keys = model.keys
         s_all = (keys.detach() * model.query.detach().unsqueeze(1)).sum(-1).requires_grad_(True)
-        flat = x + (torch.arange(S) * model.vocab).view(S, 1, 1)
+        flat = x + (torch.arange(S, device=x.device) * model.vocab).view(S, 1, 1)
         s_x = s_all.reshape(-1)[flat]
         p = torch.softmax(s_x, -1)
         v_bar = (p.unsqueeze(-1) * emb.reshape(-1, model.dim)[flat]).sum(-2)

@@ -669,5 +669,7 @@ class BagOfWordsLogistic(StackedModule):
     @torch.no_grad()
     def evaluate(self, batch):
         self._check_labelled(batch)
-        acc = ((self(batch["src"]) > 0).long() == batch["tgt"][..., 0]).float().mean(1)
-        return {"loss": self._bce(batch), "accuracy": acc}
+        logit = self(batch["src"])
+        y = batch["tgt"][..., 0]
+        loss = F.binary_cross_entropy_with_logits(logit, y.float(), reduction="none").mean(1)
+        return {"loss": loss, "accuracy": ((logit > 0).long() == y).float().mean(1)}

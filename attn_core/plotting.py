@@ -222,7 +222,7 @@ def heatmap(ax, matrix, *, colorbar: bool = False, **imshow_kwargs):
     if not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] in (3, 4))) or arr.size == 0:
         raise ValueError(f"matrix must be a non-empty 2-D array (or an M x N x 3|4 image); got "
                          f"shape {arr.shape}")
-    im = ax.imshow(matrix, **{"cmap": "viridis", "aspect": "auto", **imshow_kwargs})
+    im = ax.imshow(arr, **{"cmap": "viridis", "aspect": "auto", **imshow_kwargs})
     ax.grid(False)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, shrink=0.8)

@@ -224,8 +224,8 @@ class StackedRNN(nn.Module):
 def stack_members(models: Sequence[StackedModule]) -> StackedModule:
     """Concatenate models of the same architecture along the member dimension.
 
-    Used by the looped execution path to hand back one S-member model, exactly as the batched
-    path does. Returns a deep copy; the inputs are not modified.
+    Used by the engine to hand back one S-member model when members trained apart (looped,
+    or batched in one group per worker process), exactly as a single batched run does. Returns a deep copy; the inputs are not modified.
     """
     if not isinstance(models, (list, tuple)) or len(models) == 0:
         raise ValueError("models must be a non-empty sequence")
