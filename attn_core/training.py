@@ -31,6 +31,7 @@ History schema (all numpy):
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -47,7 +48,11 @@ from .stacked import StackedModule, stack_members
 __all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
 
 EXECUTIONS = ("auto", "batched", "looped")
-OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
+#: Optimiser constructors ``fn(params, lr=...)``. Adam is PyTorch's fused implementation: the
+#: same update rule in one kernel over all parameters (on this 2-core CPU a fast-size seq2seq
+#: step is ~9% faster, a stacked GRU step ~16%). It is elementwise, so a member's numbers do
+#: not depend on which members share its tensors (tests/test_engine.py checks it bitwise).
+OPTIMIZERS = {"adam": functools.partial(torch.optim.Adam, fused=True), "sgd": torch.optim.SGD}
 _DEFAULT_LR = {"adam": 1e-3, "sgd": 0.1}
 
 #: A probe: ``probe(model, eval_batch) -> {name: tensor (S, ...)}``, recorded at every evaluation

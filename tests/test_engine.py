@@ -164,14 +164,19 @@ def test_same_seed_bitwise_same_numbers_in_two_fresh_processes(tmp_path):
     import subprocess
     import sys
 
-    outs, losses = [], []
+    # the two processes run at the same time (each with one torch thread)
+    procs, paths = [], []
     for i, workers in enumerate(("1", "2")):
         env = {**os.environ, "ATTN_WORKERS": workers, "ATTN_THREADS": "1"}
-        path = tmp_path / f"loss{i}.npy"
-        r = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, str(path)], env=env,
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        outs.append(r.stdout.strip())
+        paths.append(tmp_path / f"loss{i}.npy")
+        procs.append(subprocess.Popen([sys.executable, "-c", _FRESH_PROCESS, str(paths[-1])],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    outs, losses = [], []
+    for p, path in zip(procs, paths):
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        outs.append(out.strip())
         losses.append(np.load(path))
     assert outs == ["looped", "looped"]
     assert np.array_equal(losses[0], losses[1])

@@ -43,7 +43,7 @@ class KeywordConfig(Experiment):
     batch_size: int = 32
     steps: int = 200
     eval_every: int = 5
-    eval_batch_size: int = 512
+    eval_batch_size: int = 256
     seeds: tuple[int, ...] = (0, 1, 2)
 
     def __post_init__(self):
@@ -83,7 +83,7 @@ KEYWORD_ATTENTION = Preset(
 
 #: G6 -- attention frozen uniform, trained long: information drifts to the last state.
 KEYWORD_UNIFORM = Preset(
-    fast=KeywordConfig(attention="uniform", steps=1000, eval_every=10),
+    fast=KeywordConfig(attention="uniform", steps=1000, eval_every=20),
     full=KeywordConfig(attention="uniform", embed=128, hidden=128, steps=4000, eval_every=20,
                        seeds=tuple(range(10)), lr=0.5),
 )

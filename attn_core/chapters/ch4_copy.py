@@ -60,7 +60,7 @@ class CopyConfig(Experiment):
     batch_size: int = 32
     steps: int = 300
     lr: float = 1e-3
-    eval_every: int = 10
+    eval_every: int = 20
     eval_batch_size: int = 64
     seeds: tuple[int, ...] = tuple(range(10))
     execution: str = "auto"
@@ -104,7 +104,7 @@ class CopyConfig(Experiment):
 COPY_BASE = Preset(
     fast=CopyConfig(),
     full=CopyConfig(length=40, embed=256, hidden=256, batch_size=128, steps=200,
-                    eval_batch_size=128, seeds=tuple(range(20))),
+                    eval_every=10, eval_batch_size=128, seeds=tuple(range(20))),
 )
 
 
