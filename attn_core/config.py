@@ -218,13 +218,17 @@ def describe(mode: str | None = None) -> str:
 #:   stream (a large prime multiplier keeps nearby data seeds' streams apart);
 #: - ``head_projection``: a head's context projection P_k is drawn from ``head seed + 7919`` (a
 #:   prime), so that W_k and P_k of one head are independent draws (models.Seq2Seq);
+#: - ``head_score_bias``/``head_projection_bias``: a head's score bias a_k and context bias
+#:   b_k (the authors' code) are drawn from ``head seed + 104729`` and ``+ 15485863`` (primes);
 #: - ``heads_per_member``: without explicit head seeds, head k of the member with seed s is
-#:   seeded ``s * 1000 + k`` (models.Seq2Seq, used for P_k only);
+#:   seeded ``s * 1000 + k`` (models.Seq2Seq, used for P_k, a_k and b_k);
 #: - ``keyword_eval``: the fixed held-out keyword sequences of chapter 3's I8 probe.
 SEED_SALTS = {
     "eval_stream_mul": 1_000_003,
     "eval_stream_add": 99_991,
     "head_projection": 7919,
+    "head_score_bias": 104_729,
+    "head_projection_bias": 15_485_863,
     "heads_per_member": 1000,
     "keyword_eval": 4242,
 }

@@ -6,6 +6,8 @@ A *task* draws one member's batch from a ``torch.Generator``::
 
 The training engine keeps one generator per member (seeded by that member's data seed) and stacks
 the members' batches, so a batched run and a loop of single runs see exactly the same data.
+A full-batch task that holds one data set drawn from a seed (chapter 2's) has
+``for_seed(seed)``: the engine then trains each member on the data set of its own data seed.
 
 Tasks:
 
@@ -15,7 +17,9 @@ Tasks:
   inputs drawn as permutations, distinct tokens from a larger vocabulary, i.i.d. tokens, or a
   mixture of permutations of two disjoint sets.
 - :class:`TopicTask` -- LMN §3: J topics, each sentence one topic word plus m non-topic words.
-- :class:`PurityTwinTask` -- a synthetic twin of LMN's SST-2 "best" vs "powerful" competition.
+- :class:`PurityGradedTask` -- a synthetic stand-in for LMN's SST-2 "best" vs "powerful"
+  competition (a frequent impure word against rare pure ones).
+- :class:`MarkovPairTask` -- LMN Appendix A: two Markov-chain topics with topic word pairs.
 - :func:`read_sst2_tsv`, :class:`BagTask`, :func:`sst2_task` -- GLUE SST-2 as padded bags of words.
 - :class:`ParallelCorpusTask`, :data:`TOY_CORPUS`, :func:`encode_corpus` -- chapter 3's parallel
   corpora: synthetic with a hidden dictionary, and the slides' "Dieser Film ist großartig".
@@ -24,6 +28,7 @@ Tasks:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -35,7 +40,8 @@ from .checks import (check_bool, check_choice, check_generator, check_int_array,
                      check_token_ids)
 
 __all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "topic_sentences",
-           "PurityTwinTask", "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
+           "PurityGradedTask", "MarkovPairTask",
+           "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
            "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation", "copy_vocab"]
 
 
@@ -145,20 +151,27 @@ class CopyTask:
 
     The target is the input itself (``target_permutation=None``) or ``x[π]`` for a fixed
     permutation π of the positions (SZKS §6.2). Token ``vocab`` is the decoder's start symbol.
+    With ``eos=True`` (the authors' code) token ``vocab`` ends the source and the target and
+    ``vocab + 1`` is the start symbol: sequences have L + 1 tokens, the last one aligned to
+    the source's end.
 
-    Batch: ``src`` (B, L), ``tgt_in`` = [BOS, tgt[:-1]] (B, L), ``tgt`` (B, L) and ``align``
-    (B, L): the source position each target token comes from.
+    Batch: ``src`` (B, L'), ``tgt_in`` = [BOS, tgt[:-1]] (B, L'), ``tgt`` (B, L') and
+    ``align`` (B, L'): the source position each target token comes from (L' = L, or L + 1
+    with ``eos``).
     """
 
     length: int = 20
     vocab: int | None = None
     distribution: str = "permutation"
     target_permutation: tuple[int, ...] | None = None
+    eos: bool = False
     _align: Tensor = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         L = _check_int("length", self.length, 1)
         check_choice("distribution", self.distribution, COPY_DISTRIBUTIONS)
+        if not isinstance(self.eos, bool):
+            raise TypeError(f"eos must be True or False; got {self.eos!r}")
         object.__setattr__(self, "vocab", copy_vocab(L, self.distribution, self.vocab))
         if self.target_permutation is not None:
             tp = self.target_permutation
@@ -172,17 +185,25 @@ class CopyTask:
             align = torch.tensor(perm)
         else:
             align = torch.arange(L)
+        if self.eos:
+            align = torch.cat([align, torch.tensor([L])])
         object.__setattr__(self, "_align", align)
 
     @property
     def bos(self) -> int:
         """The decoder's start symbol."""
-        return self.vocab
+        return self.vocab + 1 if self.eos else self.vocab
+
+    @property
+    def eos_token(self) -> int | None:
+        """The end-of-sequence token (``eos=True``), else None."""
+        return self.vocab if self.eos else None
 
     @property
     def model_vocab(self) -> int:
-        """Vocabulary size the model needs: the V data tokens plus the start symbol."""
-        return self.vocab + 1
+        """Vocabulary size the model needs: the V data tokens, the start symbol and (with
+        ``eos``) the end symbol."""
+        return self.vocab + (2 if self.eos else 1)
 
     def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:
         _check_gen(generator)
@@ -194,9 +215,12 @@ class CopyTask:
         else:  # mixture
             second = torch.rand(B, 1, generator=generator) < 0.5
             src = _random_permutations(B, L, generator) + L * second.long()
+        if self.eos:
+            src = torch.cat([src, torch.full((B, 1), self.vocab, dtype=torch.long)], dim=1)
         tgt = src[:, self._align]
         tgt_in = torch.cat([torch.full((B, 1), self.bos, dtype=torch.long), tgt[:, :-1]], dim=1)
-        return {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": self._align.expand(B, L).clone()}
+        align = self._align.expand(B, len(self._align)).clone()
+        return {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align}
 
 
 # --------------------------------------------------------------------------- chapter 2
@@ -315,82 +339,118 @@ class TopicTask:
     def test_set(self) -> dict[str, Tensor]:
         return {k: v.clone() for k, v in self._data["test"].items()}
 
+    def for_seed(self, seed: int) -> "TopicTask":
+        """The same task with its data set drawn from ``seed`` (the training engine gives each
+        member the data set of its own data seed: real replicates)."""
+        return _for_seed(self, seed)
+
+
+def _for_seed(task, seed):
+    """``task`` redrawn from ``seed`` (itself if ``seed`` is its seed)."""
+    seed = _check_int("seed", seed, 0)
+    return task if seed == task.seed else dataclasses.replace(task, seed=seed)
+
 
 @dataclass(frozen=True)
-class PurityTwinTask:
-    """A synthetic twin of LMN's SST-2 "best" vs "powerful" competition (§5.2, Fig. 5-7).
+class PurityGradedTask:
+    """A synthetic stand-in for LMN's SST-2 purity experiment (§5.2, Fig. 5-7): a frequent
+    word of low topic purity against rare pure words that only sometimes share its sentences.
 
-    Two classes (1 = positive). Word 0 is the *frequent* word ("best"): it appears in
-    ``frequent_counts[0]`` positive and ``frequent_counts[1]`` negative training sentences
-    (LMN: 103 and 25 of 128, topic purity |103 − 25| / 128 = 0.61). Word 1 is the *rare pure*
-    word ("powerful"): it appears in ``rare_count`` positive sentences (LMN: 36, purity 1), all of
-    which also hold the frequent word, so the two compete for attention in the same sentences.
-    Every other training sentence holds one ordinary topic word of its class (words 2..1+2K, K =
-    ``words_per_topic`` per class), as in :class:`TopicTask`; all sentences are filled up to
-    ``m + 1`` words with non-topic words drawn uniformly from a dictionary of ``n_nontopic``.
+    Two classes (1 = positive). Words ``2 .. 2 + 2K - 1`` are the *rare pure* words, K =
+    ``rare_per_class`` per class (class c owns ``2 + cK .. 2 + cK + K - 1``), each in exactly
+    ``rare_count`` training sentences, all of its class (LMN's "powerful": 36 sentences, all
+    positive, purity 1). Every training sentence holds exactly one rare word, so there are
+    ``n_train = 2 K rare_count`` sentences and the task can be fit to loss 0. Word 0 (F⁺, LMN's
+    "best") is planted in ``frequent_counts[0]`` class-1 and ``frequent_counts[1]`` class-0
+    sentences (LMN: 103 and 25 of 128, purity |103 − 25| / 128 = 0.61); word 1 (F⁻) mirrors it
+    (103 class-0 and 25 class-1 sentences, disjoint from F⁺'s). With the defaults a rare word
+    shares about a third of its sentences with an F word and is alone in the rest. The other
+    words of a sentence (``m + 1`` in all) are drawn uniformly from a dictionary of
+    ``n_nontopic`` words.
 
-    :meth:`sample` returns the whole training set; ``test_set()`` is drawn the same way from the
-    topic-word part only (sentences without the competing words).
+    :meth:`sample` returns the whole training set; :meth:`test_set` holds ``n_test`` sentences
+    drawn the same way (a class at random, one of its rare words, F⁺ or F⁻ with the training
+    frequencies); :meth:`for_seed` redraws everything from another seed.
     """
 
     frequent_counts: tuple[int, int] = (103, 25)
     rare_count: int = 36
-    n_train: int = 800
-    n_test: int = 200
+    rare_per_class: int = 11
     m: int = 20
     n_nontopic: int = 5000
-    words_per_topic: int = 2
+    n_test: int = 200
     seed: int = 0
     _data: dict = field(init=False, repr=False, compare=False)
 
-    FREQUENT = 0
-    RARE = 1
+    F_POS = 0
+    F_NEG = 1
 
     def __post_init__(self):
-        if not (isinstance(self.frequent_counts, (tuple, list)) and len(self.frequent_counts) == 2):
-            raise TypeError("frequent_counts must be a pair (positive, negative) of ints")
-        n_pos = _check_int("frequent_counts[0]", self.frequent_counts[0], 1)
-        n_neg = _check_int("frequent_counts[1]", self.frequent_counts[1], 0)
-        rare = _check_int("rare_count", self.rare_count, 1)
-        if rare > n_pos:
-            raise ValueError(f"rare_count ({rare}) must be <= frequent_counts[0] ({n_pos}): the "
-                             "rare word shares positive sentences with the frequent word")
-        _check_int("n_train", self.n_train, 1)
-        if n_pos + n_neg >= self.n_train:
-            raise ValueError(f"n_train ({self.n_train}) must exceed the frequent word's "
-                             f"{n_pos + n_neg} sentences")
-        _check_int("n_test", self.n_test, 1)
+        fc = self.frequent_counts
+        if isinstance(fc, (str, bytes)) or not (isinstance(fc, (tuple, list)) and len(fc) == 2):
+            raise TypeError("frequent_counts must be a pair (sentences of its own class, of the "
+                            f"other class) of ints; got {fc!r}")
+        n_own = _check_int("frequent_counts[0]", fc[0], 1)
+        n_other = _check_int("frequent_counts[1]", fc[1], 0)
+        R = _check_int("rare_count", self.rare_count, 1)
+        K = _check_int("rare_per_class", self.rare_per_class, 1)
+        if n_own + n_other > K * R:
+            raise ValueError(f"frequent_counts ({n_own} + {n_other}) must fit into one class's "
+                             f"rare_per_class * rare_count = {K * R} sentences (each class "
+                             "holds that many F⁺ and F⁻ sentences)")
         m = _check_int("m", self.m, 2)
-        _check_int("n_nontopic", self.n_nontopic, 1)
-        K = _check_int("words_per_topic", self.words_per_topic, 1)
+        V = _check_int("n_nontopic", self.n_nontopic, 1)
+        n_test = _check_int("n_test", self.n_test, 1)
         g = torch.Generator().manual_seed(_check_int("seed", self.seed, 0))
-        sets = [list(range(2, 2 + K)), list(range(2 + K, 2 + 2 * K))]   # class 0, class 1
-        dictionary = range(2 + 2 * K, 2 + 2 * K + self.n_nontopic)
-        n_rest = self.n_train - n_pos - n_neg
-        rest = topic_sentences(sets, dictionary, m, n_rest + self.n_test, g)
-        # sentences of the competing words: m+1 dictionary words, then plant the words
-        n_comp = n_pos + n_neg
-        xc = torch.as_tensor(list(dictionary))[
-            torch.randint(0, self.n_nontopic, (n_comp, m + 1), generator=g)]
-        yc = torch.cat([torch.ones(n_pos, dtype=torch.long), torch.zeros(n_neg, dtype=torch.long)])
-        slots = torch.rand(n_comp, m + 1, generator=g).argsort(dim=1)[:, :2]  # two distinct places
-        xc[torch.arange(n_comp), slots[:, 0]] = self.FREQUENT
-        xc[torch.arange(rare), slots[:rare, 1]] = self.RARE
-        x = torch.cat([xc, rest["x"][:n_rest]])
-        y = torch.cat([yc, rest["y"][:n_rest]])
-        order = torch.randperm(self.n_train, generator=g)
-        object.__setattr__(self, "_data", {
-            "train": {"x": x[order], "y": y[order]},
-            "test": {"x": rest["x"][n_rest:], "y": rest["y"][n_rest:]}})
+        n_c = K * R
+        y = torch.arange(2).repeat_interleave(n_c)                        # class 0, then 1
+        rare = 2 + y * K + torch.arange(K).repeat_interleave(R).repeat(2)
+        f = torch.full((2 * n_c,), -1, dtype=torch.long)
+        for c in (0, 1):
+            rows = c * n_c + torch.randperm(n_c, generator=g)
+            own, other = (self.F_POS, self.F_NEG) if c == 1 else (self.F_NEG, self.F_POS)
+            f[rows[:n_own]] = own
+            f[rows[n_own:n_own + n_other]] = other
+        x = self._fill(rare, f, m, V, g)
+        order = torch.randperm(2 * n_c, generator=g)
+        yt = torch.randint(0, 2, (n_test,), generator=g)
+        rt = 2 + yt * K + torch.randint(0, K, (n_test,), generator=g)
+        u = torch.rand(n_test, generator=g) * n_c
+        own_t = torch.where(yt == 1, self.F_POS, self.F_NEG)
+        ft = torch.where(u < n_own, own_t, torch.where(u < n_own + n_other, 1 - own_t, -1))
+        xt = self._fill(rt, ft, m, V, g)
+        object.__setattr__(self, "_data", {"train": {"x": x[order], "y": y[order]},
+                                           "test": {"x": xt, "y": yt}})
+
+    def _fill(self, rare, f, m, V, g):
+        """Sentences of m + 1 dictionary words with the rare word and (where f >= 0) the
+        frequent word planted at two distinct random positions."""
+        n = len(rare)
+        x = 2 + 2 * self.rare_per_class + torch.randint(0, V, (n, m + 1), generator=g)
+        slots = torch.rand(n, m + 1, generator=g).argsort(dim=1)[:, :2]
+        rows = torch.arange(n)
+        x[rows, slots[:, 0]] = rare
+        has = f >= 0
+        x[rows[has], slots[has, 1]] = f[has]
+        return x
 
     @property
     def model_vocab(self) -> int:
-        return 2 + 2 * self.words_per_topic + self.n_nontopic
+        return 2 + 2 * self.rare_per_class + self.n_nontopic
 
     @property
-    def topic_words(self) -> Tensor:
-        """The ordinary (pure, frequent) topic words of the two classes."""
-        return torch.arange(2, 2 + 2 * self.words_per_topic)
+    def n_train(self) -> int:
+        return 2 * self.rare_per_class * self.rare_count
+
+    @property
+    def frequent_words(self) -> Tensor:
+        """F⁺ and F⁻: ``tensor([0, 1])``."""
+        return torch.tensor([self.F_POS, self.F_NEG])
+
+    @property
+    def rare_words(self) -> Tensor:
+        """The rare pure words, class 0's first: (2K,)."""
+        return torch.arange(2, 2 + 2 * self.rare_per_class)
 
     def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
         """The full training set (full batch)."""
@@ -398,6 +458,81 @@ class PurityTwinTask:
 
     def test_set(self) -> dict[str, Tensor]:
         return {k: v.clone() for k, v in self._data["test"].items()}
+
+    def for_seed(self, seed: int) -> "PurityGradedTask":
+        """The same task with its data drawn from ``seed``."""
+        return _for_seed(self, seed)
+
+
+@dataclass(frozen=True)
+class MarkovPairTask:
+    """LMN Appendix A: two topics whose sentences are Markov chains, and topic *word pairs*.
+
+    Each topic y owns ``pairs_per_topic`` ordered pairs (s, e) of words from a dictionary of
+    ``n_words``; all these words are distinct (LMN: "the word pairs do not contain repeating
+    words"; distinct words keep the pairs apart). Topic y's chain MC_y moves from any word to
+    a uniformly random word (itself included), except from a leader s of one of y's pairs,
+    which moves to its follower e. A sentence: a topic y uniformly, one of its pairs (s, e)
+    uniformly, start at s and run MC_y for ``length - 1`` steps (so the sentence opens with
+    its topic pair). LMN: 200 words, 2 pairs per topic, length 10, 4,000 / 1,000 sentences.
+
+    :meth:`sample` returns the whole training set ``{"x": (n_train, length), "y": (n_train,)}``;
+    :meth:`test_set` the held-out one; :meth:`for_seed` redraws pairs and data from ``seed``.
+    """
+
+    n_words: int = 200
+    pairs_per_topic: int = 2
+    length: int = 10
+    n_train: int = 4000
+    n_test: int = 1000
+    seed: int = 0
+    _data: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        V = _check_int("n_words", self.n_words, 1)
+        P = _check_int("pairs_per_topic", self.pairs_per_topic, 1)
+        if V < 4 * P:
+            raise ValueError(f"n_words must be >= 4 * pairs_per_topic = {4 * P} (the topic pairs "
+                             f"use distinct words); got {V}")
+        L = _check_int("length", self.length, 2)
+        n = _check_int("n_train", self.n_train, 1) + _check_int("n_test", self.n_test, 1)
+        g = torch.Generator().manual_seed(_check_int("seed", self.seed, 0))
+        pairs = torch.randperm(V, generator=g)[:4 * P].view(2 * P, 2)     # topic by topic
+        follow = torch.full((2, V), -1, dtype=torch.long)                 # MC_y's fixed moves
+        for y in (0, 1):
+            follow[y, pairs[y * P:(y + 1) * P, 0]] = pairs[y * P:(y + 1) * P, 1]
+        y = torch.randint(0, 2, (n,), generator=g)
+        k = torch.randint(0, P, (n,), generator=g)
+        x = torch.empty(n, L, dtype=torch.long)
+        x[:, 0] = pairs[y * P + k, 0]
+        for pos in range(1, L):
+            nxt = follow[y, x[:, pos - 1]]
+            free = torch.randint(0, V, (n,), generator=g)
+            x[:, pos] = torch.where(nxt >= 0, nxt, free)
+        tr = slice(0, self.n_train)
+        te = slice(self.n_train, None)
+        object.__setattr__(self, "_data", {
+            "pairs": pairs, "train": {"x": x[tr], "y": y[tr]}, "test": {"x": x[te], "y": y[te]}})
+
+    @property
+    def model_vocab(self) -> int:
+        return self.n_words
+
+    @property
+    def topic_pairs(self) -> Tensor:
+        """The ordered topic pairs (s, e), topic 0's first: (2 * pairs_per_topic, 2)."""
+        return self._data["pairs"].clone()
+
+    def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
+        """The full training set (full batch)."""
+        return {k: v.clone() for k, v in self._data["train"].items()}
+
+    def test_set(self) -> dict[str, Tensor]:
+        return {k: v.clone() for k, v in self._data["test"].items()}
+
+    def for_seed(self, seed: int) -> "MarkovPairTask":
+        """The same task with its pairs and data drawn from ``seed``."""
+        return _for_seed(self, seed)
 
 
 def read_sst2_tsv(path) -> tuple[list[list[str]], list[int]]:
@@ -626,8 +761,9 @@ def sst2_task(directory, min_count: int = 1) -> BagTask:
 
 # --------------------------------------------------------------------------- chapter 3
 #: The toy German → English corpus of chapter 3: the slides' two sentences ("Dieser Film ist
-#: großartig" / "This movie is great", "... schlecht" / "... bad"; SZKS Fig. 1, Slides) first,
-#: then four more built from the same words, so that every word has a unique translation.
+#: großartig" / "This movie is great", "... schlecht" / "... bad"; SZKS Fig. 1 reads them
+#: German → English, the slides English → German) first, then four more built from the same
+#: words, so that every word has a unique translation.
 TOY_CORPUS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("Dieser", "Film", "ist", "großartig"), ("This", "movie", "is", "great")),
     (("Dieser", "Film", "ist", "schlecht"), ("This", "movie", "is", "bad")),

@@ -4,9 +4,10 @@
   §6.1's task), :func:`first_step` (when a curve crosses a threshold), :func:`wilson_interval`
   and :func:`success_rate` (success rates with their binomial interval).
 - Chapter 2: :func:`topic_purity`, :func:`attended_words`, :func:`sen_probe`,
-  :func:`eq8_rates`, :func:`t_interval`.
+  :func:`eq8_rates`, :func:`rank_correlation`, :func:`t_interval`.
 - Chapter 3: :func:`agreement` (SZKS §3.1's A(u, v)), :func:`agreement_by_member`,
   :func:`agreement_baseline` (its chance level Â), :func:`kendall_tau`,
+  :func:`alignment_accuracy` (argmax over source positions against a gold alignment),
   :func:`leave_one_out` (the slides' Δ_l).
 - Chapter 5: :func:`classify_heads`, :func:`verdict_repeat`, :func:`first_to_diagonal`.
 """
@@ -23,9 +24,9 @@ from .checks import (check_bool, check_bool_array, check_int, check_int_array, c
                      check_real_array, check_token_ids)
 
 __all__ = ["keyword_probe", "first_step", "wilson_interval", "success_rate", "topic_purity",
-           "attended_words", "sen_probe", "eq8_rates", "t_interval", "classify_heads",
-           "verdict_repeat", "first_to_diagonal", "agreement", "agreement_by_member",
-           "agreement_baseline", "kendall_tau", "leave_one_out"]
+           "attended_words", "sen_probe", "eq8_rates", "rank_correlation", "t_interval",
+           "classify_heads", "verdict_repeat", "first_to_diagonal", "agreement",
+           "agreement_by_member", "agreement_baseline", "kendall_tau", "alignment_accuracy", "leave_one_out"]
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -227,7 +228,8 @@ def _check_word_range(name: str, words: Tensor, vocab: int) -> None:
 def eq8_rates(model, batch, words) -> dict[str, Tensor]:
     """The score velocity of each topic word t, exactly and as LMN Lemma 2 / Eq. 8 predicts it.
 
-    In units of the learning rate (Δs = lr × rate for plain gradient descent, fixed query)::
+    Rates per unit of training time τ = lr · step (one step of plain gradient descent with a
+    fixed query moves s by lr × rate)::
 
         exact  = −‖q‖² ∂L/∂s_t
         eq8    = (v_t − ⟨v̄(χ∖t)⟩_{Ψ_t})ᵀ (dv_t/dτ) / ⟨(e^{s_t} + Z(χ∖t)) / Z(χ∖t)⟩_{Ψ_t},
@@ -276,6 +278,31 @@ def eq8_rates(model, batch, words) -> dict[str, Tensor]:
             den = (((e[:, t].unsqueeze(1) + z) / z.clamp_min(1e-30)) * rows).sum(1) / cnt.squeeze(-1)
             eq8[:, j] = ((v[:, t] - ctx) * dv[:, j]).sum(-1) / den
     return {"exact": exact, "eq8": eq8}
+
+
+def _average_ranks(a: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of a 1-D array, ties sharing their average rank."""
+    order = np.argsort(a, kind="stable")
+    ranks = np.empty(len(a))
+    ranks[order] = np.arange(1, len(a) + 1)
+    _, inverse, counts = np.unique(a, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return (sums / counts)[inverse]
+
+
+def rank_correlation(u, v) -> float:
+    """Spearman's rank correlation of two equally long 1-D sequences (ties get average ranks):
+    1 when v rises whenever u does. NaN when either sequence is constant (no order to compare:
+    e.g. a score that never moves)."""
+    a = check_real_array("u", u)
+    b = check_real_array("v", v)
+    if a.ndim != 1 or a.shape != b.shape or a.size < 2:
+        raise ValueError(f"u and v must be 1-D sequences of the same length >= 2; got shapes "
+                         f"{a.shape} and {b.shape}")
+    ra, rb = _average_ranks(a), _average_ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    den = math.sqrt(float((ra ** 2).sum() * (rb ** 2).sum()))
+    return float((ra * rb).sum() / den) if den > 0 else float("nan")
 
 
 def t_interval(values, confidence: float = 0.95, axis: int = 0):
@@ -427,7 +454,7 @@ def agreement(u, v, k: float = 0.05, reduce: bool = True):
     "is the highest-valued position of u among the top k (default 5%) positions of v", averaged
     over all leading entries (sentence pairs × output words). ``u`` and ``v`` are arrays (or
     tensors) of the same shape ``(..., L)``. The integer rounding: the condition is on the
-    *number* of positions ranked above, so it admits ceil(k·L) ranks -- for L < 20 and k = 5% only
+    *number* of positions ranked above, so it admits ceil(k·L) ranks -- for L <= 20 and k = 5% only
     the top one (argmax u must be an argmax of v), for L = 30 the top two. Ties in v count in
     favour (only strictly larger values rank above); ties in u go to the first position.
     Returns the mean (``reduce=True``) or the 0/1 array of shape ``u.shape[:-1]``.
@@ -465,7 +492,7 @@ def agreement_baseline(v, k: float = 0.05) -> float:
     If argmax u is a uniformly random position, independent of v, ``A(u, v)`` is the fraction of
     positions j of v with fewer than k·L positions strictly above v_j. Averaged over the rows of
     ``v`` (shape ``(..., L)``), this is Â. For distinct values in a row it is ceil(k·L) / L -- the
-    "close to but not exactly 5%" of SZKS §3.1 (1/L for L < 20, 2/30 for L = 30); ties in v
+    "close to but not exactly 5%" of SZKS §3.1 (1/L for L <= 20, 2/30 for L = 30); ties in v
     raise it. ``v`` may also be an int L (or a sequence of ints, one length per item): then
     distinct values are assumed and Â = mean of ceil(k·L)/L.
     """
@@ -507,6 +534,55 @@ def kendall_tau(u, v, reduce: bool = True):
     if not reduce:
         return tau.reshape(np.shape(u)[:-1])
     return float(np.nanmean(tau)) if np.isfinite(tau).any() else float("nan")
+
+
+def alignment_accuracy(maps, sources, align) -> dict:
+    """How well the argmax over source positions of attention-like maps (α, β, β^px, β^IBM)
+    finds the gold alignment.
+
+    ``maps`` (..., B, T, L): one value per target token t and source position l of B sentence
+    pairs; ``sources`` (B, L) the source token ids; ``align`` (B, T) the gold source position of
+    every target token. With l̂ = argmax_l maps[..., b, t, l] (ties to the first position)::
+
+        position = mean 1[l̂ = align]               word = mean 1[x_l̂ = x_align]
+        ceiling  = mean 1[align is the first position holding its word]
+        mass     = mean Σ_{l: x_l = x_align} maps_l / Σ_l maps_l
+
+    ``word`` counts any position holding the right source word (repeated words tie in any map
+    that depends on x_l alone); ``ceiling`` is then the best ``position`` such a map can score,
+    since its argmax goes to the first copy. ``mass`` is the share of each row on the right word
+    (for α^IBM: the alignment probability of the right word); NaN unless ``maps`` is >= 0 with
+    positive row sums. Returns a dict of floats when ``maps`` is (B, T, L), else of arrays of
+    shape ``maps.shape[:-3]`` (``ceiling`` is always a float).
+    """
+    M = check_real_array("maps", maps)
+    x = check_int_array("sources", sources, 0, ndim=2)
+    a = check_int_array("align", align, 0, ndim=2)
+    if M.ndim < 3:
+        raise ValueError(f"maps must be a (..., B, T, L) array; got shape {M.shape}")
+    B, T, L = M.shape[-3:]
+    if x.shape != (B, L) or a.shape != (B, T):
+        raise ValueError(f"sources must be (B, L) = {(B, L)} and align (B, T) = {(B, T)} for maps "
+                         f"of shape {M.shape}; got {x.shape} and {a.shape}")
+    if a.max() >= L:
+        raise ValueError(f"align must hold source positions in [0, {L - 1}]; got {a.max()}")
+    rows = np.arange(B)[:, None]
+    gold_word = x[rows, a]                                          # (B, T)
+    hat = M.argmax(-1)                                              # (..., B, T)
+    position = (hat == a).mean((-2, -1))
+    word = (x[rows, hat] == gold_word).mean((-2, -1))
+    first = (x[:, None, :] == gold_word[:, :, None]).argmax(-1)     # first copy of the word
+    ceiling = float((first == a).mean())
+    on_word = x[:, None, :] == gold_word[:, :, None]                # (B, T, L)
+    tot = M.sum(-1)
+    if (M >= 0).all() and (tot > 0).all():
+        mass = ((M * on_word).sum(-1) / tot).mean((-2, -1))
+    else:
+        mass = np.full(M.shape[:-3], np.nan)
+    out = {"position": position, "word": word, "ceiling": ceiling, "mass": mass}
+    if M.ndim == 3:
+        out = {k: float(v) for k, v in out.items()}
+    return out
 
 
 def leave_one_out(model, x: Tensor) -> Tensor:

@@ -11,7 +11,8 @@ Each class docstring leads with its equations and source:
 - :class:`BagOfWordsProxy` -- SZKS §2.3's bag-of-words proxy ``softmax((1/L) Σ_l θ_{x_l})``
   (chapters 3-4) and :class:`BagOfWordsLogistic` -- its |O| = 2 twin (SZKS A.10).
 - :class:`TopicAttention` -- the Lu, Mao & Nayak (2021) topic model: ``s_w = qᵀκ_w``,
-  ``v̄ = Σ_w ν_w softmax(s)_w`` followed by an FC / TC / TL classifier (chapter 2).
+  ``v̄ = Σ_w ν_w softmax(s)_w`` followed by an FC / TC / TL classifier (chapter 2), and
+  :class:`TopicAttentionCNN` -- the same attention over convolved word pairs (LMN App. A).
 
 Token ids are range-checked per member before the stacked lookup (an id equal to ``vocab``
 would otherwise read the next member's table).
@@ -28,14 +29,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .checks import (check_bool, check_bool_array, check_choice, check_index_tensor, check_int,
-                     check_real, check_seeds, check_sequences, check_token_ids)
+                     check_int_array, check_real, check_seeds, check_sequences, check_token_ids)
 from .config import SEED_SALTS
 from .stacked import (RNN_CELLS, StackedEmbedding, StackedLinear, StackedModule, StackedRNN,
                       generators, normal_init, stacked_parameter, uniform_init)
 
-__all__ = ["AttentionClassifier", "Seq2Seq", "TopicAttention", "BagOfWordsProxy",
-           "BagOfWordsLogistic", "ATTENTION_MODES", "HEAD_REDUCTIONS", "CLASSIFIERS",
-           "attention_weights"]
+__all__ = ["AttentionClassifier", "Seq2Seq", "TopicAttention", "TopicAttentionCNN",
+           "BagOfWordsProxy", "BagOfWordsLogistic", "ATTENTION_MODES", "HEAD_REDUCTIONS",
+           "CLASSIFIERS", "attention_weights"]
 
 
 #: ``"learned"``: α = softmax(scores); ``"uniform"``: α frozen at 1/L (SZKS §3.2's β^uf model).
@@ -151,8 +152,12 @@ class Seq2Seq(StackedModule):
         p_t = softmax(W_o tanh(W_c [s_t; c_t] + b_c) + b_o)
 
     P_k is the identity unless ``head_proj=True``, which gives every head its own learned
-    projection of its context (the authors' multi-head code). With K = 1, P = I and either
-    reduction this is the single-head model of chapter 4.
+    projection of its context. ``bias=True`` adds the biases of the authors' code: the score
+    becomes ``(s_tᵀ W_k + a_k) h_l`` and, with projections, the head's context ``P_k c^k_t + b_k``.
+    The authors' code (Sea-Snell/AttentionDynamics, ``SequenceCopying/``) is, for one head,
+    ``head_proj=True, bias=True`` (its ``project_enc``) with a shared embedding, and for K
+    heads GRUs with ``head_proj=True, bias=True, head_reduce="mean",
+    shared_embedding=False``. With K = 1, no projection and no bias this is Luong's model.
 
     ``attention="uniform"`` freezes every α at 1/L (SZKS §3.2's β^uf model).
 
@@ -164,7 +169,8 @@ class Seq2Seq(StackedModule):
     def __init__(self, vocab: int, embed: int = 64, hidden: int = 64, heads: int = 1,
                  cell: str = "lstm", attention: str = "learned", seeds: Sequence[int] = (0,),
                  head_seeds: Sequence[int | Sequence[int]] | None = None,
-                 head_proj: bool = False, head_reduce: str = "mean"):
+                 head_proj: bool = False, head_reduce: str = "mean", bias: bool = False,
+                 shared_embedding: bool = True):
         super().__init__()
         self.vocab = check_int("vocab", vocab, 2)
         self.embed = check_int("embed", embed)
@@ -174,7 +180,10 @@ class Seq2Seq(StackedModule):
         check_choice("attention", attention, ATTENTION_MODES)
         check_choice("head_reduce", head_reduce, HEAD_REDUCTIONS)
         check_bool("head_proj", head_proj)
+        check_bool("bias", bias)
+        check_bool("shared_embedding", shared_embedding)
         self.cell, self.attention, self.head_reduce = cell, attention, head_reduce
+        self.shared_embedding = shared_embedding
         self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
         gens = generators(self.seeds)
@@ -208,19 +217,34 @@ class Seq2Seq(StackedModule):
                     members.append(stacked_parameter(generators(check_seeds("head_seeds", [entry])),
                                           (self.heads, hidden, hidden), uniform_init(bound))[0])
             self.score = nn.Parameter(torch.stack([m.detach() for m in members]))
+        # The decoder's own embedding (the authors' multi-head code), drawn after the rest of
+        # the member's model, so the other tensors are those of the shared-embedding model.
+        self.dec_emb = None if shared_embedding else StackedEmbedding(gens, vocab, embed)
+        # Optional per-head context projections P_k and biases a_k, b_k: each drawn from its
+        # head's seed plus its own salt (config.SEED_SALTS), so a head (W_k, a_k, P_k, b_k) is
+        # reproducible on its own and its tensors are independent of each other.
+        self.head_proj = self.score_bias = self.proj_bias = None
+        if head_proj:
+            self.head_proj = self._per_head(head_seeds, "head_projection", (hidden, hidden),
+                                            bound)
+        if bias:
+            self.score_bias = self._per_head(head_seeds, "head_score_bias", (hidden,), bound)
+            if head_proj:
+                self.proj_bias = self._per_head(head_seeds, "head_projection_bias", (hidden,),
+                                                bound)
         if attention == "uniform":
             self.score.requires_grad_(False)
-        # Optional per-head context projections P_k (the authors' multi-head code): P_k is
-        # drawn from its head's seed plus a salt (config.SEED_SALTS), so a head (W_k, P_k) is
-        # reproducible on its own and P_k is independent of W_k.
-        self.head_proj = None
-        if head_proj:
-            salt = SEED_SALTS["head_projection"]
-            self.head_proj = nn.Parameter(torch.stack([
-                torch.stack([stacked_parameter(generators([int(h) + salt]), (hidden, hidden),
-                                               uniform_init(bound))[0]
-                             for h in self._head_seed_list(head_seeds, m)])
-                for m in range(self.n_members)]))
+            if self.score_bias is not None:
+                self.score_bias.requires_grad_(False)
+
+    def _per_head(self, head_seeds, salt: str, shape: tuple, bound: float) -> nn.Parameter:
+        """One U(±bound) tensor of ``shape`` per head of every member: (S, K, *shape)."""
+        salt = SEED_SALTS[salt]
+        return nn.Parameter(torch.stack([
+            torch.stack([stacked_parameter(generators([int(h) + salt]), shape,
+                                           uniform_init(bound))[0]
+                         for h in self._head_seed_list(head_seeds, m)])
+            for m in range(self.n_members)]))
 
     def _head_seed_list(self, head_seeds, m: int) -> list:
         """The seed of every head of member m (from which its projection P_k is drawn)."""
@@ -240,12 +264,16 @@ class Seq2Seq(StackedModule):
         T, K = dec.shape[2], self.heads
         # s_tᵀ W_k h_l for every head: (S, K, B, T, L)
         sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
+        if self.score_bias is not None:  # (s_tᵀ W_k + a_k) h_l
+            sw = sw + self.score_bias[:, :, None, None, :]
         scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
         alpha = attention_weights(scores, self.attention)
         if self.head_proj is None:  # Σ_k c^k_t
             ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc)
         else:  # Σ_k P_k c^k_t
             ctx = torch.einsum("skbtl,sblh,skgh->sbtg", alpha, enc, self.head_proj)
+        if self.proj_bias is not None:  # Σ_k (P_k c^k_t + b_k)
+            ctx = ctx + self.proj_bias.sum(1)[:, None, None, :]
         if self.head_reduce == "mean":
             ctx = ctx / K
         o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
@@ -254,19 +282,33 @@ class Seq2Seq(StackedModule):
     def _states(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder states (S, B, L, H) and teacher-forced decoder states (S, B, T, H)."""
         enc, state = self.encoder(self.emb(src))
-        dec, _ = self.decoder(self.emb(tgt_in), state)
+        dec, _ = self.decoder((self.emb if self.dec_emb is None else self.dec_emb)(tgt_in), state)
         return enc, dec
+
+    def position_contexts(self, enc: Tensor) -> Tensor:
+        """The context c_t if every head attended only to source position l: (S, B, L, H)
+        from encoder states (S, B, L, H) -- ``h_l``, or ``red_k (P_k h_l + b_k)``."""
+        K = self.heads
+        if self.head_proj is None:
+            return enc * K if (self.head_reduce == "sum" and K > 1) else enc
+        c = torch.einsum("sblh,skgh->sblg", enc, self.head_proj)
+        if self.proj_bias is not None:
+            c = c + self.proj_bias.sum(1)[:, None, None, :]
+        return c / K if self.head_reduce == "mean" else c
 
     @torch.no_grad()
     def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
-        """SZKS §2.2 lexical probe: ``β_{t,l} = softmax(W_o tanh(W_c [s_t; h_l]))_{y_t}``.
+        """SZKS §2.2 lexical probe: ``β_{t,l} = softmax(W_o tanh(W_c [s_t; c_l]))_{y_t}``.
 
         The probability of the right output word y_t if the decoder at step t attended only to
-        source position l (its context would then be h_l). Returns (S, B, T, L).
+        source position l: its context would then be ``c_l`` = :meth:`position_contexts` (h_l
+        for one head without projection; the authors' code feeds ``project_enc(h_l)``).
+        Returns (S, B, T, L).
         """
         _check_pair("src", src, "tgt_in", tgt_in)
         _check_indices("tgt", tgt, tgt_in.shape, self.vocab)
         enc, dec = self._states(src, tgt_in)
+        enc = self.position_contexts(enc)
         S, B, L, H = enc.shape
         T = dec.shape[2]
         # W_c [s_t; h_l] + b_c = (W_s s_t + b_c) + W_h h_l with W_c = [W_s, W_h]: two small
@@ -609,6 +651,155 @@ class TopicAttention(StackedModule):
         return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
 
 
+def _orthogonal_init(t: Tensor, g: torch.Generator) -> None:
+    """``init`` for :func:`stacked_parameter` of a (2, d, d) kernel: two independent random
+    orthogonal matrices, each scaled by 1/√2 (so W₁W₁ᵀ + W₂W₂ᵀ = I)."""
+    for k in range(t.shape[0]):
+        q, r = torch.linalg.qr(torch.randn(t.shape[1], t.shape[2], generator=g))
+        t[k] = q * torch.sign(torch.diagonal(r)).unsqueeze(0) / math.sqrt(2.0)
+
+
+class TopicAttentionCNN(StackedModule):
+    """Attn-TC-CNN of Lu, Mao & Nayak (2021), Appendix A: Attn-TC whose attention reads word
+    *pairs* built by two parallel convolutions (kernel d × 2, stride 1, d kernels).
+
+    Word w has an embedding ν_w and a key κ_w (as in :class:`TopicAttention`). For the pair
+    (a, b) of two consecutive words the convolutions give the pair embedding and pair key ::
+
+        e_(a,b) = W₁ ν_a + W₂ ν_b,      k_(a,b) = K₁ κ_a + K₂ κ_b,      s_(a,b) = qᵀ k_(a,b)
+
+    and a sentence of L words, i.e. L − 1 pairs, is represented by ē = Σ_pairs e softmax(s),
+    classified by Uᵀē with U (d × J) trainable (Attn-TC). The convolutions have no bias: a key
+    bias shifts every score of a sentence alike (no softmax changes), and an embedding bias
+    adds the same vector to every ē, i.e. it is a classifier bias.
+
+    Initialisation: keys zero (every pair score 0), embeddings N(0, ``embed_var``), a fixed
+    query of norm ``query_norm``, U with orthonormal columns, and W₁, W₂, K₁, K₂ each a random
+    orthogonal matrix divided by √2, so that W₁W₁ᵀ + W₂W₂ᵀ = I: a pair then starts at the scale
+    of a single word of :class:`TopicAttention`. ``train_cnn=False`` freezes the
+    convolutions. The SEN quantities of a pair are :meth:`pair_scores` and
+    :meth:`pair_embeddings` (v = ‖q‖ e); :meth:`initial_pair_embeddings` gives their values at
+    initialisation (LMN centre them, Fig. 8).
+
+    Batches: ``{"x": (S, N, L) long, "y": (S, N) long}``, L >= 2.
+    """
+
+    def __init__(self, vocab: int, n_topics: int = 2, dim: int = 15, embed_var: float = 1e-6,
+                 query_norm: float = 1.0, train_cnn: bool = True, seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab = check_int("vocab", vocab, 2)
+        self.n_topics = check_int("n_topics", n_topics, 2)
+        self.dim = check_int("dim", dim, self.n_topics)
+        check_real("embed_var", embed_var, 0.0, low_open=True)
+        check_real("query_norm", query_norm, 0.0, low_open=True)
+        self.train_cnn = check_bool("train_cnn", train_cnn)
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        gens = generators(self.seeds)
+        d = self.dim
+        self.embedding = stacked_parameter(gens, (vocab, d), normal_init(math.sqrt(embed_var)))
+        self.keys = nn.Parameter(torch.zeros(self.n_members, vocab, d))
+        q = torch.stack([torch.randn(d, generator=g) for g in gens])
+        self.register_buffer("query", q / q.norm(dim=1, keepdim=True) * query_norm)
+        self.conv_e = stacked_parameter(gens, (2, d, d), _orthogonal_init)
+        self.conv_k = stacked_parameter(gens, (2, d, d), _orthogonal_init)
+        self.U = nn.Parameter(torch.stack(
+            [torch.linalg.qr(torch.randn(d, self.n_topics, generator=g))[0] for g in gens]))
+        self.conv_e.requires_grad_(self.train_cnn)
+        self.conv_k.requires_grad_(self.train_cnn)
+        with torch.no_grad():
+            self.register_buffer("_e0", self._word_tables()[0].clone())
+
+    def _word_tables(self) -> tuple[Tensor, Tensor]:
+        """``(E, k)``: E (S, 2, V, d) with E[:, i] = ν W_iᵀ (word w's part of a pair's embedding
+        in position i), k (S, 2, V) with k[:, i, w] = qᵀ K_i κ_w."""
+        E = torch.einsum("svd,sied->sive", self.embedding, self.conv_e)
+        kq = torch.einsum("sied,se->sid", self.conv_k, self.query)           # K_iᵀ q
+        return E, torch.einsum("svd,sid->siv", self.keys, kq)
+
+    def _check_pairs(self, pairs) -> Tensor:
+        pairs = torch.as_tensor(check_int_array("pairs", pairs, 0, ndim=2)).long()
+        if pairs.shape[1] != 2:
+            raise ValueError(f"pairs must be a (P, 2) array of word ids; got shape "
+                             f"{tuple(pairs.shape)}")
+        if len(pairs) and int(pairs.max()) >= self.vocab:
+            raise ValueError(f"pairs must hold word ids in [0, {self.vocab - 1}]; got "
+                             f"{int(pairs.max())}")
+        return pairs
+
+    @torch.no_grad()
+    def pair_scores(self, pairs) -> Tensor:
+        """s_(a,b) for every pair (a, b) of ``pairs`` (P, 2): (S, P)."""
+        pairs = self._check_pairs(pairs)
+        k = self._word_tables()[1]
+        return k[:, 0, pairs[:, 0]] + k[:, 1, pairs[:, 1]]
+
+    @torch.no_grad()
+    def pair_embeddings(self, pairs) -> Tensor:
+        """e_(a,b) for every pair of ``pairs`` (P, 2): (S, P, d)."""
+        pairs = self._check_pairs(pairs)
+        E = self._word_tables()[0]
+        return E[:, 0, pairs[:, 0]] + E[:, 1, pairs[:, 1]]
+
+    @torch.no_grad()
+    def initial_pair_embeddings(self, pairs) -> Tensor:
+        """e_(a,b) at initialisation: (S, P, d)."""
+        pairs = self._check_pairs(pairs)
+        return self._e0[:, 0, pairs[:, 0]] + self._e0[:, 1, pairs[:, 1]]
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        """``logits`` (S, N, J), attention ``p`` over the L − 1 pairs (S, N, L − 1), ``e_bar``
+        (S, N, d)."""
+        S, V, d = self.n_members, self.vocab, self.dim
+        check_sequences("x", x, ("S", "N", "L"))
+        if x.shape[0] != S or x.shape[2] < 2:
+            raise ValueError(f"x must have shape (S={S}, N, L >= 2); got {tuple(x.shape)}")
+        check_token_ids("x", x, V)
+        E, k = self._word_tables()
+        N, L = x.shape[1], x.shape[2]
+        flat = x + (torch.arange(S, device=x.device) * V).view(S, 1, 1)
+        a, b = flat[..., :-1], flat[..., 1:]
+        s = k[:, 0].reshape(-1)[a] + k[:, 1].reshape(-1)[b]                  # (S, N, L-1)
+        p = torch.softmax(s, dim=-1)
+        E1, E2 = E[:, 0].reshape(-1, d), E[:, 1].reshape(-1, d)
+        if x.device.type == "cpu":     # the sparse pooling kernel of TopicAttention
+            st_a, st_b = self._pair_structures(flat)
+            pf = p.reshape(S * N, L - 1)
+            e_bar = (_BagPool.apply(pf, E1, st_a) + _BagPool.apply(pf, E2, st_b)).view(S, N, d)
+        else:
+            e_bar = (p.unsqueeze(-1) * (E1[a] + E2[b])).sum(-2)
+        return {"logits": torch.bmm(e_bar, self.U), "p": p, "e_bar": e_bar}
+
+    def _pair_structures(self, flat: Tensor) -> tuple[_BagStructure, _BagStructure]:
+        """The pooling structures of the first and the second words of every pair (cached for
+        the last batch seen: full-batch training reuses them)."""
+        cached = getattr(self, "_structures", None)
+        if cached is not None and cached[0].shape == flat.shape and torch.equal(cached[0], flat):
+            return cached[1]
+        S, N, L = flat.shape
+        n_rows = S * self.vocab
+        sts = (_BagStructure(flat[..., :-1].reshape(S * N, L - 1), n_rows),
+               _BagStructure(flat[..., 1:].reshape(S * N, L - 1), n_rows))
+        self._structures = (flat.clone(), sts)
+        return sts
+
+    def _ce(self, batch) -> tuple[Tensor, Tensor]:
+        check_sequences("batch['x']", batch["x"], ("S", "N", "L"))
+        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
+                       "class labels", "n_topics")
+        logits = self(batch["x"])["logits"]
+        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
+        return ce.view(self.n_members, -1).mean(1), logits
+
+    def loss(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        return self._ce(batch)[0]
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        loss, logits = self._ce(batch)
+        return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
 
 
 # --------------------------------------------------------------------------- chapter 3 (SZKS A.10)

@@ -3,7 +3,8 @@
 - The toy gated classifier of Snell et al. (blog "Approximating How Single Head Attention
   Learns"; SZKS §2.4): its gradient flow, the flow's closed form, the sigmoid-constrained
   cross-entropy version and plain gradient descent.
-- The score / embedding-norm (SEN) relation of Lu, Mao & Nayak (2021), Corollary 1 / Eq. 10.
+- The score / embedding-norm (SEN) relation of Lu, Mao & Nayak (2021): Corollary 1 / Eq. 10
+  (:func:`sen_curve`, :func:`sen_relative_gap`) and Theorem 1 / Eq. 9 (:func:`sen_theorem1`).
 - SZKS §4 and A.2-A.3: the count table, IBM Model 1 (its one-step translation table, EM and
   lexical probe) and the bag-of-words proxy's velocity at initialisation.
 - SZKS §6 / A.7: the optimal attention for given per-position log-odds.
@@ -22,17 +23,21 @@ __all__ = [
     "gated_loss",
     "gated_flow",
     "gated_flow_closed_form",
+    "gated_flow_critical_gap",
     "gated_ce_loss",
     "gated_ce_flow",
     "gated_ce_descent",
     "sen_curve",
     "sen_relative_gap",
+    "sen_theorem1",
     "count_table",
     "ibm1_translation",
     "ibm1_probe",
     "ibm1_em",
     "dictionary_recovery",
+    "ibm1_maps",
     "proxy_init_velocity",
+    "softmax_velocity",
     "attention_loss",
     "optimal_attention",
 ]
@@ -148,6 +153,19 @@ def gated_flow_closed_form(beta0: float, beta1: float, p: float, tau):
             "loss": _gated_loss((s - d_t) / 2, (s + d_t) / 2, p_t)}
 
 
+def gated_flow_critical_gap(p: float) -> float:
+    """The initial gap β0 - β1 above which :func:`gated_flow` sends ``p`` to -∞: ``√2 · p``.
+
+    In the closed form (:func:`gated_flow_closed_form`) with r = √2,
+    ``p(τ) = A e^{rτ} + B e^{-rτ}`` with ``A = (p0 + Δ0/r)/2`` and ``B = (p0 - Δ0/r)/2``. So
+    ``p → +∞`` if A > 0, ``p → 0`` if A = 0 and ``p → -∞`` if A < 0, that is if
+    ``β0 - β1 = -Δ0 > √2 p0``. Past this gap the attention never turns around: A < 0 < B
+    makes ``dp/dτ = r(A e^{rτ} - B e^{-rτ})`` negative for all τ, and ``dΔ/dτ = 2p`` is negative
+    once ``p`` is. ``p`` is the initial attention, in (0, 1) as for :func:`gated_flow`.
+    """
+    return math.sqrt(2.0) * _check_p(p)
+
+
 def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
 
@@ -258,12 +276,24 @@ def count_table(sources, targets, n_in: int | None = None, n_out: int | None = N
     return C
 
 
-def sen_relative_gap(score, norm, m: int, min_norm: float = 0.1) -> float:
-    """The largest relative distance of an empirical (s_t, ‖v_t‖) trajectory from LMN Eq. 10,
-    ``max |‖v‖ − sqrt(2(s + (e^s − 1)/m))| / sqrt(2(s + (e^s − 1)/m))`` over the points with
-    ``‖v‖ > min_norm`` (below it the relative gap is dominated by the random initial embedding,
-    which Corollary 1 neglects). A point with ‖v‖ > min_norm but a negative score is off the
-    curve altogether and gives ``inf``. Returns NaN when no point qualifies.
+SEN_CURVES = ("eq10", "sqrt2s")
+_GAP_REDUCTIONS = ("max", "min")
+
+
+def sen_relative_gap(score, norm, m: int, min_norm: float = 0.1, *, curve: str = "eq10",
+                     min_score: float | None = None, score_range=None,
+                     reduce: str = "max") -> float:
+    """The relative distance of an empirical (s_t, ‖v_t‖) trajectory from a SEN curve ::
+
+        max |‖v‖ − c(s)| / c(s)      with c(s) = sqrt(2(s + (e^s − 1)/m))   (LMN Eq. 10)
+
+    over the points with ``‖v‖ > min_norm`` (below it the relative gap is dominated by the random
+    initial embedding, which Corollary 1 neglects). ``curve="sqrt2s"`` measures the gap to the
+    naive c(s) = sqrt(2 s) instead (Eq. 10 without its e^s/m term); ``min_score`` keeps only the
+    points with s >= min_score and ``score_range=(lo, hi)`` those with lo <= s <= hi (to compare
+    trajectories on a common score window); ``reduce="min"`` returns the smallest gap instead of
+    the largest. A kept point with a score <= 0 is off the curve altogether and gives ``inf``.
+    Returns NaN when no point qualifies.
     """
     m = _check_m(m)
     s = check_real_array("score", score)
@@ -271,13 +301,51 @@ def sen_relative_gap(score, norm, m: int, min_norm: float = 0.1) -> float:
     if s.shape != v.shape:
         raise ValueError(f"score and norm must have the same shape; got {s.shape} and {v.shape}")
     min_norm = _check_finite("min_norm", min_norm)
+    if curve not in SEN_CURVES:
+        raise ValueError(f"curve must be one of {SEN_CURVES}; got {curve!r}")
+    if reduce not in _GAP_REDUCTIONS:
+        raise ValueError(f"reduce must be one of {_GAP_REDUCTIONS}; got {reduce!r}")
     keep = v > min_norm
+    if min_score is not None:
+        keep &= s >= _check_finite("min_score", min_score)
+    if score_range is not None:
+        if isinstance(score_range, (str, bytes)) or not (
+                isinstance(score_range, (tuple, list)) and len(score_range) == 2):
+            raise TypeError(f"score_range must be a pair (lo, hi) of numbers; got {score_range!r}")
+        lo = _check_finite("score_range[0]", score_range[0])
+        hi = _check_finite("score_range[1]", score_range[1])
+        if not lo < hi:
+            raise ValueError(f"score_range must have lo < hi; got {score_range!r}")
+        keep &= (s >= lo) & (s <= hi)
     if not keep.any():
         return float("nan")
     if np.any(s[keep] <= 0):
         return float("inf")
-    curve = sen_curve(s[keep], m)
-    return float(np.max(np.abs(v[keep] - curve) / curve))
+    c = sen_curve(s[keep], m) if curve == "eq10" else np.sqrt(2.0 * s[keep])
+    gap = np.abs(v[keep] - c) / c
+    return float(gap.max() if reduce == "max" else gap.min())
+
+
+def sen_theorem1(score, norm, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides of LMN Theorem 1 (Eq. 9) along a trajectory, from its first point τ₀, with
+    the non-topic terms dropped (⟨1/Z(χ∖t)⟩ = 1/m, ⟨v̄(χ∖t)⟩ ≈ 0: Assumption 1) ::
+
+        lhs = [s + e^s / m]_{τ₀}^{τ} = s − s₀ + (e^s − e^{s₀}) / m
+        rhs = [½ ‖v‖²]_{τ₀}^{τ}      = ½ (‖v‖² − ‖v₀‖²)
+
+    ``score`` and ``norm`` are 1-D trajectories (``[0]`` is τ₀). Unlike Corollary 1 (Eq. 10)
+    this needs neither s₀ = 0 nor ‖v₀‖ ≈ 0: it is the statement to check when the embeddings
+    start large (the ablation of LMN §5.1). Returns ``(lhs, rhs)``, arrays of the input's shape.
+    """
+    m = _check_m(m)
+    s = check_real_array("score", score)
+    v = check_real_array("norm", norm)
+    if s.ndim != 1 or s.shape != v.shape or s.size < 1:
+        raise ValueError(f"score and norm must be 1-D trajectories of the same length; got "
+                         f"shapes {s.shape} and {v.shape}")
+    lhs = s - s[0] + (np.exp(s) - np.exp(s[0])) / m
+    rhs = 0.5 * (v ** 2 - v[0] ** 2)
+    return lhs, rhs
 
 
 # --------------------------------------------------------------------------- IBM Model 1 (ch. 3)
@@ -465,6 +533,26 @@ def dictionary_recovery(trans, dictionary) -> float:
     return float(np.mean(trans[: len(d)].argmax(1) == d))
 
 
+def ibm1_maps(trans, sources, targets) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`ibm1_probe` for a whole corpus of equal-length pairs at once: β^IBM and α^IBM
+    (SZKS Eq. 15-16), each (M, T, L), for ``sources`` (M, L) and ``targets`` (M, T) token-id
+    arrays (or tensors) and an ``|I| × |O|`` table ``trans``. Entry ``[m]`` equals
+    ``ibm1_probe(trans, sources[m], targets[m])``."""
+    trans = check_real_array("trans", trans)
+    if trans.ndim != 2:
+        raise ValueError(f"trans must be a 2-D |I| x |O| table; got shape {trans.shape}")
+    n_in, n_out = trans.shape
+    x = check_int_array("sources", sources, 0, n_in - 1)
+    y = check_int_array("targets", targets, 0, n_out - 1)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0] or x.size == 0 or y.size == 0:
+        raise ValueError(f"sources and targets must be non-empty (M, L) and (M, T) arrays that "
+                         f"pair up; got shapes {x.shape} and {y.shape}")
+    beta = trans[x[:, None, :], y[:, :, None]]                # (M, T, L): Trans(y_t | x_l)
+    z = beta.sum(2, keepdims=True)
+    alpha = np.where(z > 0, beta / np.where(z > 0, z, 1.0), 1.0 / x.shape[1])
+    return beta, alpha
+
+
 
 def proxy_init_velocity(sources, targets, n_in: int, n_out: int, dims, seeds=(0, 1, 2)):
     """SZKS §4.1 / A.2 measured by autograd: the velocity dθ/dτ = d(W e)/dτ of the factorised
@@ -503,6 +591,26 @@ def proxy_init_velocity(sources, targets, n_in: int, n_out: int, dims, seeds=(0,
                 vel = -(g_e[0] @ model.W[0].T + model.e[0] @ g_w[0].T)
             out[a, b] = vel.numpy()
     return out
+
+
+def softmax_velocity(logits, logit_velocity) -> np.ndarray:
+    """The velocity of the probabilities p = softmax(θ) (last axis) when the logits θ move at
+    θ̇: the chain rule through the softmax Jacobian, diag(p) − p pᵀ ::
+
+        ṗ_o = p_o (θ̇_o − Σ_{o'} p_{o'} θ̇_{o'})
+
+    At the proxy's initialisation (p ≈ 1/|O|) this turns SZKS A.2's logit velocity
+    2 (C − mean_o C) into (2/|O|) (C − mean_o C), the velocity of SZKS Eq. 11's θ^px, which is
+    a probability. ``logits`` and ``logit_velocity``: real arrays of the same shape (..., |O|).
+    """
+    th = check_real_array("logits", logits)
+    v = check_real_array("logit_velocity", logit_velocity)
+    if th.shape != v.shape or th.ndim < 1 or th.shape[-1] < 1:
+        raise ValueError(f"logits and logit_velocity must have the same shape (..., |O|), "
+                         f"|O| >= 1; got {th.shape} and {v.shape}")
+    p = np.exp(th - th.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return p * (v - (p * v).sum(-1, keepdims=True))
 
 
 # --------------------------------------------------------------------------- optimal attention (A.1)

@@ -170,7 +170,9 @@ class Trainer:
                 those members (e.g. ``functools.partial(Seq2Seq, vocab=21, hidden=64)``).
             task: a data task with ``sample(generator, batch_size)`` (see :mod:`attn_core.data`).
             seeds: one model seed per member (S >= 1).
-            data_seeds: one data seed per member (default: the model seeds).
+            data_seeds: one data seed per member (default: the model seeds). It seeds the
+                member's batch generator and, for a task with ``for_seed(seed)`` (a fixed data
+                set drawn from a seed), picks the member's own data set.
             probes: callables ``fn(model, eval_batch) -> {name: tensor (S, ...)}``, each name
                 recorded at every evaluation as ``History.probes[name]`` (S, E, ...); two probes
                 returning the same name is an error.
@@ -291,9 +293,10 @@ class Trainer:
             raise ValueError("the model has no trainable parameters")
         opt = OPTIMIZERS[self.optimizer](params, lr=self.lr)
         gens = [torch.Generator().manual_seed(int(s)) for s in data_seeds]
+        tasks = _member_tasks(task, data_seeds)
         eval_batch = _stack_batches(
-            [task.sample(torch.Generator().manual_seed(_eval_seed(s)), self.eval_batch_size)
-             for s in data_seeds], device)
+            [t.sample(torch.Generator().manual_seed(_eval_seed(s)), self.eval_batch_size)
+             for t, s in zip(tasks, data_seeds)], device)
         schedule = _eval_schedule(self.steps, self.eval_every)
         losses = torch.empty(n_members, self.steps)
         metric_log: dict[str, list] = {}
@@ -318,7 +321,8 @@ class Trainer:
         for step in range(self.steps):
             if step in schedule:
                 evaluate()
-            batch = _stack_batches([task.sample(g, self.batch_size) for g in gens], device)
+            batch = _stack_batches([t.sample(g, self.batch_size) for t, g in zip(tasks, gens)],
+                                   device)
             loss = model.loss(batch)
             opt.zero_grad(set_to_none=True)
             loss.sum().backward()  # Σ_i loss_i: member i's gradient is ∇ loss_i alone
@@ -335,6 +339,16 @@ class Trainer:
         metrics = {k: torch.stack(v, dim=1).numpy() for k, v in metric_log.items()}
         probe_arrays = {k: torch.stack(v, dim=1).numpy() for k, v in probe_log.items()}
         return model.cpu(), losses.numpy(), metrics, probe_arrays
+
+
+def _member_tasks(task, data_seeds) -> list:
+    """One task per member. A task that holds one fixed data set drawn from a seed (the
+    full-batch tasks of chapter 2) has ``for_seed(seed)``, returning the same task drawn from
+    ``seed``: each member then trains on the data set of its own data seed. Every other task
+    draws its batches from the member's generator and is shared."""
+    if not hasattr(task, "for_seed"):
+        return [task] * len(data_seeds)
+    return [task.for_seed(int(s)) for s in data_seeds]
 
 
 def _check_seed_list(name: str, seeds) -> list[int]:

@@ -53,3 +53,21 @@ def test_bad_config_fields_are_named(kwargs, err, match):
 def test_run_arguments_are_checked():
     with pytest.raises(TypeError, match="progress and cache must be True or False"):
         TINY.run(cache="no")
+
+
+def test_at_steps_reads_each_member_at_its_own_step():
+    steps = np.array([0, 5, 10])
+    values = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+    np.testing.assert_array_equal(ch.at_steps(steps, values, [10, 0, np.nan]), [3.0, 4.0, np.nan])
+
+
+@pytest.mark.parametrize("values, at, err, match", [
+    (np.zeros((2, 3)), [0, 7], ValueError, r"at\[1\] = 7 is not one of steps"),
+    (np.zeros((2, 2)), [0, 5], ValueError, r"values must have shape \(len\(at\), len\(steps\)\)"),
+    (np.zeros((3,)), [0, 5], ValueError, r"values must be a 2-D array"),
+    (np.zeros((2, 3)), ["0", "5"], TypeError, r"at must be an array of real numbers"),
+    (np.zeros((2, 3)), [True, False], TypeError, r"at must be an array of real numbers"),
+])
+def test_at_steps_rejects_bad_input(values, at, err, match):
+    with pytest.raises(err, match=match):
+        ch.at_steps([0, 5, 10], values, at)

@@ -3,6 +3,7 @@ curve and the measurements built on them."""
 
 import functools
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,13 +11,15 @@ import pytest
 import torch
 
 from attn_core import theory
-from attn_core.data import (BagTask, PurityTwinTask, TopicTask, read_sst2_tsv, sst2_task,
-                            topic_sentences)
+from attn_core.chapters import ch2_sen
 from attn_core.chapters.ch2_sen import SENConfig, run_bag_task
-from attn_core.metrics import (attended_words, eq8_rates, sen_probe, t_interval, topic_purity)
-from attn_core.models import TopicAttention
+from attn_core.data import (BagTask, KeywordTask, MarkovPairTask, PurityGradedTask, TopicTask,
+                            read_sst2_tsv, sst2_task, topic_sentences)
+from attn_core.metrics import (attended_words, eq8_rates, rank_correlation, sen_probe,
+                               t_interval, topic_purity)
+from attn_core.models import AttentionClassifier, TopicAttention, TopicAttentionCNN
 from attn_core.stacked import member, stack_members
-from attn_core.training import train
+from attn_core.training import _eval_seed, train
 
 DATA = Path(__file__).parent / "data"
 
@@ -94,31 +97,81 @@ def test_topic_task_bad_arguments(kwargs, match):
         TopicTask(**kwargs)
 
 
-def test_purity_twin_counts_and_purity():
-    t = PurityTwinTask(n_train=400, n_nontopic=300, seed=2)
+def test_purity_graded_counts_and_purity():
+    t = PurityGradedTask(n_nontopic=300, seed=2)
     b = t.sample()
     x, y = b["x"], b["y"]
-    has_f, has_r = (x == 0).any(1), (x == 1).any(1)
-    assert int(has_f.sum()) == 128 and int((has_f & (y == 1)).sum()) == 103
-    assert int(has_r.sum()) == 36 and torch.all(y[has_r] == 1) and torch.all(has_f[has_r])
-    assert torch.all((x == 0).sum(1) <= 1) and torch.all((x == 1).sum(1) <= 1)
+    assert x.shape == (792, 21) and t.n_train == 792 and t.model_vocab == 2 + 22 + 300
+    is_rare = (x >= 2) & (x < 24)
+    assert torch.all(is_rare.sum(1) == 1)                            # one rare word each
+    rare = x[is_rare]
+    assert torch.all((rare - 2) // 11 == y)                          # ... of its class
+    assert torch.all(torch.bincount(rare - 2, minlength=22) == 36)   # each in 36 sentences
+    f_pos, f_neg = (x == 0).any(1), (x == 1).any(1)
+    assert not torch.any(f_pos & f_neg)                              # F⁺, F⁻ apart
+    assert int((f_pos & (y == 1)).sum()) == 103 and int((f_pos & (y == 0)).sum()) == 25
+    assert int((f_neg & (y == 0)).sum()) == 103 and int((f_neg & (y == 1)).sum()) == 25
     purity, occ = topic_purity(x, y, t.model_vocab)
-    assert occ[0] == 128 and occ[1] == 36
-    assert purity[0] == pytest.approx(abs(103 - 25) / 128) and purity[1] == 1.0
-    # every other sentence holds exactly one ordinary topic word of its class
-    other = ~has_f
-    tw = (x[other] >= 2) & (x[other] < 6)
-    assert torch.all(tw.sum(1) == 1)
-    assert torch.all((x[other][tw] >= 4).long() == y[other])        # words 4, 5 are class 1
+    np.testing.assert_allclose(occ[:24], [128, 128] + [36] * 22)
+    np.testing.assert_allclose(purity[:24], [78 / 128] * 2 + [1.0] * 22)
+    # a rare word is alone in about two thirds of its sentences
+    with_f = (f_pos | f_neg).float().mean()
+    assert abs(float(with_f) - 256 / 792) < 1e-6
+    te = t.test_set()
+    assert te["x"].shape == (200, 21)
+    te_rare = te["x"][(te["x"] >= 2) & (te["x"] < 24)]
+    assert torch.all((te_rare - 2) // 11 == te["y"])
+    # real replicates: another seed draws other sentences; the own seed is the task itself
+    assert t.for_seed(2) is t
+    other = t.for_seed(3).sample()["x"]
+    assert ch2_sen.sentence_overlap(x, other) == 0.0 and ch2_sen.sentence_overlap(x, x) == 1.0
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(rare_count=200), "rare_count"), (dict(n_train=100), "n_train"),
+    (dict(rare_count=0), "rare_count"), (dict(rare_per_class=0), "rare_per_class"),
     (dict(frequent_counts=(0, 3)), "frequent_counts"), (dict(m=1), "m must be"),
+    (dict(frequent_counts=(300, 200)), "frequent_counts"), (dict(n_test=0), "n_test"),
 ])
-def test_purity_twin_bad_arguments(kwargs, match):
+def test_purity_graded_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        PurityTwinTask(**kwargs)
+        PurityGradedTask(**kwargs)
+
+
+def test_markov_pair_task_follows_its_chains():
+    t = MarkovPairTask(n_words=30, n_train=3000, n_test=100, seed=4)
+    x, y = t.sample()["x"], t.sample()["y"]
+    pairs = t.topic_pairs
+    assert pairs.shape == (4, 2) and len(torch.unique(pairs)) == 8     # distinct words
+    lead = {int(p[0]): (k // 2, int(p[1])) for k, p in enumerate(pairs)}
+    # every sentence opens with a pair of its own topic
+    first = [lead.get(int(a), (None, None)) for a in x[:, 0]]
+    assert all(topic == int(c) and int(b) == e
+               for (topic, e), b, c in zip(first, x[:, 1], y))
+    # in a sentence of topic y, a leader of y's pairs is always followed by its follower ...
+    forced = other = 0
+    for pos in range(1, x.shape[1] - 1):
+        for n in range(len(x)):
+            a, b = int(x[n, pos]), int(x[n, pos + 1])
+            if a in lead:
+                if lead[a][0] == int(y[n]):
+                    assert b == lead[a][1]
+                    forced += 1
+                else:
+                    other += b != lead[a][1]
+    assert forced > 0 and other > 0          # ... and the other topic's leaders move freely
+    # from any other word the chain moves uniformly
+    counts = torch.bincount(x[:, 2:].flatten(), minlength=30).float()
+    assert counts.min() > 0.5 * counts.mean()
+    assert t.for_seed(4) is t and not torch.equal(t.for_seed(5).topic_pairs, pairs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_words=7), "n_words"), (dict(pairs_per_topic=0), "pairs_per_topic"),
+    (dict(length=1), "length"), (dict(n_test=0), "n_test"), (dict(seed=-1), "seed"),
+])
+def test_markov_pair_task_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MarkovPairTask(**kwargs)
 
 
 # ------------------------------------------------------------------------------- SST-2 loader
@@ -371,3 +424,246 @@ def test_engine_trains_topic_attention_identically_batched_and_looped():
     a = train(fn, task, [0, 1], execution="batched", **kw)
     b = train(fn, task, [0, 1], execution="looped", **kw)
     np.testing.assert_allclose(a.train_loss, b.train_loss, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------- real replicates
+class _SeededTask:
+    """A full-batch task with one data set per seed: x holds its seed everywhere."""
+
+    def __init__(self, seed=0):
+        self.seed = seed
+
+    def sample(self, generator=None, batch_size=None):
+        return {"x": torch.full((4, 3), self.seed), "y": torch.zeros(4)}
+
+    def for_seed(self, seed):
+        return _SeededTask(seed)
+
+
+def _first_token_probe(model, batch):
+    return {"first": batch["x"][:, 0, 0].float()}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_engine_gives_each_member_the_data_set_of_its_data_seed(workers):
+    """The per-member task hook: a task with for_seed(seed) is redrawn for every member's data
+    seed (training and evaluation batch); History.data_seeds says which."""
+    fn = functools.partial(AttentionClassifier, vocab=12, embed=4, hidden=4)
+    kw = dict(steps=2, lr=0.1, batch_size=4, eval_every=1, progress=False, workers=workers,
+              probes=[_first_token_probe])
+    h = train(fn, _SeededTask(), [0, 1, 2, 3], data_seeds=[7, 3, 3, 9], **kw)
+    assert h.data_seeds.tolist() == [7, 3, 3, 9]
+    np.testing.assert_array_equal(h.probes["first"], np.array([[7, 3, 3, 9]] * 3).T)
+    h = train(fn, _SeededTask(), [5, 6], **kw)                     # default: the model seeds
+    np.testing.assert_array_equal(h.probes["first"][:, 0], [5, 6])
+
+
+def test_engine_keeps_tasks_without_the_hook_unchanged():
+    """A task without for_seed (chapters 1, 3-5) is shared and sampled from each member's
+    generators, exactly as before the hook existed."""
+    task = KeywordTask(length=5, vocab=12)
+    assert not hasattr(task, "for_seed")
+    fn = functools.partial(AttentionClassifier, vocab=task.model_vocab, embed=4, hidden=4)
+
+    def probe(model, batch):
+        return {"x": batch["x"].float()}
+
+    h = train(fn, task, [0, 1], data_seeds=[4, 8], steps=1, batch_size=6, eval_every=1,
+              progress=False, probes=[probe])
+    for i, s in enumerate([4, 8]):
+        want = task.sample(torch.Generator().manual_seed(_eval_seed(s)), 6)["x"]
+        np.testing.assert_array_equal(h.probes["x"][i, 0], want.numpy())
+
+
+def test_sen_replicates_differ_where_clones_do_not():
+    """S1's threshold: members that share the data set end as near-copies (their initial
+    embeddings of variance 1e-6 carry no information), real replicates differ word by word."""
+    base = SENConfig(classifier="TC", epochs=300, eval_every=300, seeds=(0, 1))  # LMN sizes
+    clones = replace(base, data_seeds=(0, 0)).run(progress=False, cache=False)
+    reps = base.run(progress=False, cache=False)
+    assert clones.data_seeds.tolist() == [0, 0] and reps.data_seeds.tolist() == [0, 1]
+    d_clone = np.abs(np.diff(clones.probes["score"][:, -1], axis=0)).max()
+    d_rep = np.abs(np.diff(reps.probes["score"][:, -1], axis=0)).max()
+    assert d_clone < 0.002 and d_rep > 0.05          # the book's threshold 0.01 between them
+    t0, t1 = ch2_sen.member_tasks(base)
+    assert ch2_sen.sentence_overlap(t0.sample()["x"], t1.sample()["x"]) < 0.01
+
+
+def test_sen_config_data_seeds():
+    cfg = SENConfig(seeds=(0, 0, 1), data_seeds=(4, 4, 5))
+    assert cfg.seeds_and_members()[1] == [4, 4, 5]
+    assert cfg.task().seed == 4
+    assert [t.seed for t in ch2_sen.member_tasks(cfg)] == [4, 4, 5]
+    assert SENConfig().seeds_and_members()[1] == [0, 1, 2]
+    with pytest.raises(ValueError, match="model seed 0 appears with data seeds 4 and 5"):
+        SENConfig(seeds=(0, 0), data_seeds=(4, 5))
+    with pytest.raises(ValueError, match="one entry per seed"):
+        SENConfig(data_seeds=(1,))
+
+
+class _StubModel:
+    def __init__(self, seeds):
+        self.seeds, self.n_members = list(seeds), len(seeds)
+
+    def evaluate(self, batch):
+        return {"accuracy": batch["x"].float().mean((1, 2))}
+
+
+def test_test_accuracy_probe_per_seed_and_shared():
+    sets = {s: {"x": torch.full((2, 3), s), "y": torch.zeros(2, dtype=torch.long)}
+            for s in (3, 8)}
+    batch = {"x": torch.zeros(2, 2, 3, dtype=torch.long)}
+    out = ch2_sen.test_accuracy_probe(sets)(_StubModel([8, 3]), batch)["test_accuracy"]
+    np.testing.assert_array_equal(out.numpy(), [8, 3])              # looked up by model seed
+    out = ch2_sen.test_accuracy_probe(sets[3])(_StubModel([8, 3]), batch)["test_accuracy"]
+    np.testing.assert_array_equal(out.numpy(), [3, 3])              # one shared set
+    with pytest.raises(ValueError, match="no entry for the model seeds"):
+        ch2_sen.test_accuracy_probe(sets)(_StubModel([1]), batch)
+
+
+# ------------------------------------------------------------------------------- the CNN model
+def test_cnn_forward_matches_the_pair_formula_and_init():
+    m = TopicAttentionCNN(vocab=12, n_topics=2, dim=5, embed_var=0.3, seeds=[1, 2])
+    for W in (m.conv_e, m.conv_k):                   # W₁W₁ᵀ + W₂W₂ᵀ = I for each member
+        eye = torch.einsum("sde,sfe->sdf", W[:, 0], W[:, 0]) + \
+            torch.einsum("sde,sfe->sdf", W[:, 1], W[:, 1])
+        torch.testing.assert_close(eye, torch.eye(5).expand(2, 5, 5), atol=1e-5, rtol=0)
+    pairs = torch.tensor([[0, 1], [3, 3], [11, 4]])
+    assert torch.all(m.pair_scores(pairs) == 0)                    # keys start at zero
+    torch.testing.assert_close(m.pair_embeddings(pairs), m.initial_pair_embeddings(pairs))
+    with torch.no_grad():
+        m.keys.normal_(0, 1.0, generator=gen(3))
+    x = torch.randint(0, 12, (2, 6, 4), generator=gen(4))
+    out = m(x)
+    for i in range(2):
+        e_bar = []
+        for sent in x[i]:
+            e = torch.stack([m.conv_e[i, 0] @ m.embedding[i, a]
+                             + m.conv_e[i, 1] @ m.embedding[i, b]
+                             for a, b in zip(sent[:-1], sent[1:])])
+            s = torch.stack([m.query[i] @ (m.conv_k[i, 0] @ m.keys[i, a]
+                                           + m.conv_k[i, 1] @ m.keys[i, b])
+                             for a, b in zip(sent[:-1], sent[1:])])
+            e_bar.append((torch.softmax(s, 0).unsqueeze(1) * e).sum(0))
+            sp = torch.stack([sent[:-1], sent[1:]], 1)
+            torch.testing.assert_close(m.pair_scores(sp)[i], s, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(out["e_bar"][i], torch.stack(e_bar), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out["logits"], torch.bmm(out["e_bar"], m.U))
+    frozen = TopicAttentionCNN(vocab=12, train_cnn=False)
+    assert not frozen.conv_e.requires_grad and not frozen.conv_k.requires_grad
+
+
+def test_cnn_sparse_pooling_gradients_equal_plain_autograd():
+    m = TopicAttentionCNN(vocab=15, n_topics=2, dim=4, embed_var=0.2, seeds=[0, 1])
+    with torch.no_grad():
+        m.keys.normal_(0, 0.5, generator=gen(2))
+    x = torch.randint(0, 15, (2, 7, 5), generator=gen(3))
+    y = torch.randint(0, 2, (2, 7), generator=gen(4))
+    m.loss({"x": x, "y": y}).sum().backward()
+    fast = {n: p.grad.clone() for n, p in m.named_parameters()}
+    m.zero_grad()
+    E, k = m._word_tables()                          # the same model by plain autograd
+    flat = x + (torch.arange(2) * 15).view(2, 1, 1)
+    a, b = flat[..., :-1], flat[..., 1:]
+    p = torch.softmax(k[:, 0].reshape(-1)[a] + k[:, 1].reshape(-1)[b], -1)
+    e_bar = (p.unsqueeze(-1) * (E[:, 0].reshape(-1, 4)[a] + E[:, 1].reshape(-1, 4)[b])).sum(-2)
+    logits = torch.bmm(e_bar, m.U)
+    ce = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
+    ce.view(2, -1).mean(1).sum().backward()
+    for n, q in m.named_parameters():
+        torch.testing.assert_close(fast[n], q.grad, atol=1e-6, rtol=1e-5, msg=n)
+
+
+def test_pair_sen_probe_groups_and_a_short_run():
+    cfg = ch2_sen.CNNConfig(n_words=30, n_train=300, n_test=100, lr=1.0, epochs=60,
+                            eval_every=20, n_sample=50, seeds=(0, 1))
+    h = cfg.run(progress=False, cache=False)
+    pr = h.probes
+    assert pr["pair_score"].shape == (2, 4, 4) and pr["shared_abs_score"].shape == (2, 4, 50)
+    assert np.all(pr["pair_score"][:, 0] == 0) and np.all(pr["pair_norm"][:, 0] == 0)
+    assert np.all(pr["pair_score"][:, -1] > 0.3)                   # the topic pairs rose ...
+    for i in range(2):                                             # ... with their norms
+        for j in range(4):
+            assert rank_correlation(pr["pair_score"][i, :, j], pr["pair_norm"][i, :, j]) > 0.99
+    # the disjoint pairs stay far below the topic pairs
+    assert np.all(pr["disjoint_max_abs_score"][:, -1] < 0.5 * pr["pair_score"][:, -1].mean(1))
+    assert np.all(pr["test_accuracy"][:, -1] > 0.9)
+    # group membership, on a hand-made batch
+    model = TopicAttentionCNN(vocab=10, seeds=[0])
+    probe = ch2_sen.pair_sen_probe({0: torch.tensor([[1, 2]])}, n_sample=6)
+    out = probe(model, {"x": torch.tensor([[[1, 2, 5, 6], [2, 3, 7, 7]]])})
+    # pairs (1, 2): the topic pair; (2, 5), (2, 3): share word 2; (5, 6), (3, 7), (7, 7): not
+    assert out["shared_abs_score"].shape == (1, 6)
+    assert int(torch.isfinite(out["shared_abs_score"]).sum()) == 2      # (2, 5), (2, 3)
+    assert int(torch.isfinite(out["disjoint_abs_score"]).sum()) == 3    # (5,6), (3,7), (7,7)
+    with pytest.raises(TypeError, match="topic_pairs"):
+        ch2_sen.pair_sen_probe([[1, 2]])
+
+
+# ------------------------------------------------------------------------------- SEN helpers
+def test_sen_relative_gap_options():
+    s = np.linspace(0.1, 5, 60)
+    v = theory.sen_curve(s, 20)
+    naive = np.sqrt(2 * s)
+    # Eq. 10 data: zero gap to Eq. 10, and at s >= 2 a gap >= 7.7% to the naive curve
+    assert theory.sen_relative_gap(s, v, 20, min_score=2.0) == pytest.approx(0, abs=1e-12)
+    g = theory.sen_relative_gap(s, v, 20, min_score=2.0, curve="sqrt2s", reduce="min")
+    assert g == pytest.approx(theory.sen_curve(2.0, 20) / math.sqrt(4.0) - 1, rel=1e-2)
+    assert g > 0.077
+    assert theory.sen_relative_gap(s, naive, 20, curve="sqrt2s") == pytest.approx(0, abs=1e-12)
+    # a window keeps only its points: 10% off inside, 50% off outside
+    v2 = np.where((s >= 1) & (s <= 2), 1.1 * v, 1.5 * v)
+    assert theory.sen_relative_gap(s, v2, 20, score_range=(1, 2)) == pytest.approx(0.1)
+    assert theory.sen_relative_gap(s, v2, 20) == pytest.approx(0.5)
+    assert theory.sen_relative_gap(s, v2, 20, reduce="min") == pytest.approx(0.1)
+    assert math.isnan(theory.sen_relative_gap(s, v, 20, score_range=(10, 11)))
+    for kwargs, exc, match in [(dict(curve="eq9"), ValueError, "curve"),
+                               (dict(reduce="mean"), ValueError, "reduce"),
+                               (dict(score_range=(2, 1)), ValueError, "lo < hi"),
+                               (dict(score_range=3), TypeError, "score_range"),
+                               (dict(min_score=math.nan), ValueError, "min_score")]:
+        with pytest.raises(exc, match=match):
+            theory.sen_relative_gap(s, v, 20, **kwargs)
+
+
+def test_sen_theorem1_sides():
+    # a trajectory that satisfies Eq. 9 exactly, from s0 = -0.3 and ‖v0‖ = 1.2
+    s = np.linspace(-0.3, 3, 40)
+    lhs_true = s + 0.3 + (np.exp(s) - np.exp(-0.3)) / 20
+    v = np.sqrt(1.2 ** 2 + 2 * lhs_true)
+    lhs, rhs = theory.sen_theorem1(s, v, 20)
+    np.testing.assert_allclose(lhs, lhs_true, atol=1e-12)
+    np.testing.assert_allclose(lhs, rhs, atol=1e-12)
+    assert lhs[0] == rhs[0] == 0
+    # Eq. 10 is the special case s0 = 0, v0 = 0
+    s = np.linspace(0, 3, 10)
+    lhs, rhs = theory.sen_theorem1(s, theory.sen_curve(s, 5), 5)
+    np.testing.assert_allclose(lhs, rhs, atol=1e-12)
+    with pytest.raises(ValueError, match="1-D trajectories"):
+        theory.sen_theorem1(np.zeros((2, 2)), np.zeros((2, 2)), 5)
+    with pytest.raises(ValueError, match="1-D trajectories"):
+        theory.sen_theorem1([0.0, 1.0], [0.0], 5)
+
+
+def test_rank_correlation():
+    u = np.array([0.0, 1.0, 2.0, 5.0, 9.0])
+    assert rank_correlation(u, u ** 3) == pytest.approx(1.0)       # any increasing map
+    assert rank_correlation(u, -u) == pytest.approx(-1.0)
+    assert rank_correlation([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert rank_correlation([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833, rel=1e-6)
+    assert math.isnan(rank_correlation(u, np.zeros(5)))           # a score that never moves
+    with pytest.raises(ValueError, match="same length"):
+        rank_correlation([1.0, 2.0], [1.0])
+
+
+def test_sen_gap_table_and_sentence_overlap():
+    cfg = SENConfig(n_nontopic=300, n_train=100, n_test=20, epochs=40, eval_every=20,
+                    seeds=(0, 1))
+    h = cfg.run(progress=False, cache=False)
+    table = ch2_sen.sen_gap_table(h, cfg.m)
+    assert table.shape == (2, 8)
+    assert np.nanmax(table) == pytest.approx(ch2_sen.sen_gap(h, cfg.m))
+    a = np.arange(12).reshape(4, 3)
+    assert ch2_sen.sentence_overlap(a, a[[2, 0]]) == 0.5
+    with pytest.raises(ValueError, match="a and b must be"):
+        ch2_sen.sentence_overlap(a, a[:, :2])

@@ -10,7 +10,7 @@ from attn_core import theory
 from attn_core.data import (TOY_CORPUS, ClassificationAsTranslation, KeywordTask,
                             ParallelCorpusTask, encode_corpus)
 from attn_core.chapters.ch3_ibm1 import run_bow_classifier
-from attn_core.metrics import agreement, agreement_baseline, kendall_tau
+from attn_core.metrics import agreement, agreement_baseline, alignment_accuracy, kendall_tau
 from attn_core.models import BagOfWordsLogistic
 
 # "das Haus -> the house", "das Buch -> the book": source das=0 Haus=1 Buch=2, target the=0
@@ -69,6 +69,95 @@ def test_ibm1_translation_rows_and_slides_table():
     assert toy["src_words"][:5] == ("Dieser", "Film", "ist", "großartig", "schlecht")
     C = 4 * theory.count_table(toy["src"][:2], toy["tgt"][:2], 5, 5)
     np.testing.assert_array_equal(C, [[2, 2, 2, 1, 1]] * 3 + [[1, 1, 1, 1, 0], [1, 1, 1, 0, 1]])
+
+
+def test_count_table_divides_by_the_source_length():
+    # L = 2 source words, T = 3 target words: every co-occurrence adds 1/L = 1/2 (SZKS Eq. 13).
+    # Dividing by T, or swapping the sides, gives a different table (the slides' 2-pair table is
+    # symmetric and cannot tell).
+    C = theory.count_table([[0, 1]], [[0, 0, 1]], 2, 2)
+    np.testing.assert_allclose(C, [[1.0, 0.5], [1.0, 0.5]])
+    assert not np.allclose(theory.count_table([[0, 0, 1]], [[0, 1]], 2, 2), C)
+
+
+def test_ibm1_maps_equal_the_per_pair_probe():
+    task = ParallelCorpusTask(vocab=8, length=5, n_pairs=40, distinct=False, reorder=0.3, seed=4)
+    c = task.corpus()
+    trans = theory.ibm1_translation(theory.count_table(c["src"], c["tgt"], 8, 8))
+    beta, alpha = theory.ibm1_maps(trans, c["src"], c["tgt"])
+    assert beta.shape == alpha.shape == (40, 5, 5)
+    for m in (0, 7, 39):
+        b, a = theory.ibm1_probe(trans, c["src"][m], c["tgt"][m])
+        np.testing.assert_array_equal(beta[m], b)
+        np.testing.assert_allclose(alpha[m], a)
+
+
+def test_one_step_alignment_is_right_where_row_recovery_fails():
+    """SZKS Eq. 15-16: the one-step table's argmax over *source positions* holds the right
+    word for every output word, although its argmax over *output words* (dictionary recovery)
+    is wrong for most rows on a Zipfian corpus. Its strict score is exactly the tie ceiling."""
+    task = ParallelCorpusTask(vocab=20, length=8, n_pairs=800, zipf=1.0, distinct=False,
+                              reorder=0.3, seed=0)
+    c = task.corpus()
+    trans = theory.ibm1_translation(theory.count_table(c["src"], c["tgt"], 20, 20))
+    assert theory.dictionary_recovery(trans, task.dictionary) < 0.5
+    r = alignment_accuracy(theory.ibm1_maps(trans, c["src"], c["tgt"])[0], c["src"], c["align"])
+    assert r["word"] == 1.0 and r["position"] == pytest.approx(r["ceiling"], abs=1e-12)
+    assert r["ceiling"] < 1.0                                   # Zipf: words repeat
+    # the raw counts (not normalised per source word) point elsewhere
+    raw = alignment_accuracy(theory.ibm1_maps(theory.count_table(c["src"], c["tgt"], 20, 20),
+                                              c["src"], c["tgt"])[0], c["src"], c["align"])
+    assert raw["word"] < 0.6
+
+
+def test_alignment_accuracy_by_hand():
+    src = np.array([[3, 5, 3]])                     # word 3 at positions 0 and 2
+    align = np.array([[2, 1, 2]])                   # gold positions of the 3 output words
+    maps = np.array([[[0.2, 0.0, 0.8],              # t=0: gold position 2
+                      [1.0, 0.2, 0.8],              # t=1: wrong word (gold is word 5)
+                      [0.9, 0.0, 0.1]]])            # t=2: right word, other copy
+    r = alignment_accuracy(maps, src, align)
+    assert r["position"] == pytest.approx(1 / 3)
+    assert r["word"] == pytest.approx(2 / 3)
+    assert r["ceiling"] == pytest.approx(1 / 3)     # position 2 is not the first copy of 3
+    assert r["mass"] == pytest.approx((1.0 + 0.1 + 1.0) / 3)   # row 1 sums to 2
+    # leading axes are kept; negative maps have no mass
+    both = alignment_accuracy(np.stack([maps, -maps]), src, align)
+    assert both["position"].shape == (2,) and both["word"][0] == pytest.approx(2 / 3)
+    assert np.isnan(both["mass"]).all()
+
+
+def test_softmax_velocity_is_the_chain_rule():
+    rng = np.random.default_rng(0)
+    th, v = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
+    h = 1e-6
+    sm = lambda x: np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+    fd = (sm(th + h * v) - sm(th - h * v)) / (2 * h)
+    np.testing.assert_allclose(theory.softmax_velocity(th, v), fd, atol=1e-8)
+    # at uniform probabilities it is the centred velocity divided by |O|
+    np.testing.assert_allclose(theory.softmax_velocity(np.zeros((2, 6)), v[:2]),
+                               (v[:2] - v[:2].mean(1, keepdims=True)) / 6)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: theory.ibm1_maps(np.ones((2, 2)), [[0, 5]], [[0]]), ValueError, "sources"),
+    (lambda: theory.ibm1_maps(np.ones((2, 2)), [[0, 1]], [[0], [1]]), ValueError, "pair up"),
+    (lambda: theory.ibm1_maps(np.ones(2), [[0]], [[0]]), ValueError, "2-D"),
+    (lambda: theory.ibm1_maps(np.ones((2, 2)), [[0.0]], [[0]]), TypeError, "sources"),
+    (lambda: theory.softmax_velocity(np.ones(3), np.ones(4)), ValueError, "same shape"),
+    (lambda: theory.softmax_velocity(np.ones(3), [np.nan] * 3), ValueError, "logit_velocity"),
+    (lambda: alignment_accuracy(np.ones((1, 2, 2)), [[0, 1]], [[0, 2]]), ValueError,
+     r"align must hold source positions in \[0, 1\]"),
+    (lambda: alignment_accuracy(np.ones((2, 2)), [[0, 1]], [[0, 1]]), ValueError,
+     r"\(\.\.\., B, T, L\)"),
+    (lambda: alignment_accuracy(np.ones((1, 2, 2)), [[0, 1, 2]], [[0, 1]]), ValueError,
+     "sources must be"),
+    (lambda: alignment_accuracy(np.ones((1, 2, 2)), [[0, -1]], [[0, 1]]), ValueError,
+     "sources"),
+])
+def test_new_chapter3_functions_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
 
 
 @pytest.mark.parametrize("call, exc, match", [
@@ -195,6 +284,18 @@ def test_overlap_controls_the_diagonal():
             np.testing.assert_allclose(T, 1 / task.vocab)    # permutations: a flat table
         else:
             assert np.diag(T).min() > off.max()
+
+
+def test_overlap_contrast_is_an_identity():
+    """With L distinct, uniformly drawn words per sentence every row of Trans has 1/L on the
+    diagonal and (1 - 1/L)/(V - 1) off it on average: contrast (V - 1)/(L - 1) for any corpus."""
+    for overlap, seed in ((0.25, 0), (0.5, 3)):
+        task = ParallelCorpusTask.from_overlap(overlap, length=4, n_pairs=300, seed=seed)
+        c = task.corpus()
+        T = theory.ibm1_translation(theory.count_table(c["src"], c["tgt"], task.vocab,
+                                                       task.vocab))[:, task.dictionary.numpy()]
+        off = T[~np.eye(task.vocab, dtype=bool)].mean()
+        assert np.diag(T).mean() / off == pytest.approx((task.vocab - 1) / 3, rel=1e-12)
 
 
 def test_zipf_frequencies():

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from attn_core.data import CopyTask
+from attn_core.chapters import ch4_copy as ch
 from attn_core.chapters.ch4_copy import CopyConfig, run_proxy
 from attn_core.models import BagOfWordsProxy, Seq2Seq
 from attn_core.theory import count_table
@@ -85,3 +86,63 @@ def test_bad_proxy_and_config_arguments():
         BagOfWordsProxy(5, 4, dim=0)
     with pytest.raises(ValueError, match="vocab"):
         CopyConfig(length=10, distribution="distinct", vocab=5).task()
+
+
+def test_authors_code_results_are_the_ones_the_script_wrote():
+    import json
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1] / "benchmarks" / "authors_copy"
+    for name, file in (("permutation", "perm_L20.json"), ("control", "ctrl_L20.json")):
+        runs = json.loads((here / file).read_text())
+        assert runs["args"]["seq_length"] == 20 and runs["args"]["steps_s1"] == 300
+        final = tuple(round(h[-1]["acc"], 4) for h in runs["histories"])
+        assert all(h[-1]["step"] == 300 for h in runs["histories"])
+        assert final == ch.AUTHORS_CODE_FAST[name]
+
+
+@pytest.mark.parametrize("L, eos", [(1, False), (5, False), (5, True), (20, False)])
+def test_no_attention_accuracy_is_guessing_among_the_words_not_yet_emitted(L, eos):
+    # simulate the guesser: at each step pick uniformly among the words not emitted yet
+    rng = np.random.default_rng(0)
+    n, hits = 4000, 0
+    for _ in range(n):
+        left = list(range(L))
+        for t in range(L):
+            hits += rng.choice(left) == t
+            left.remove(t)
+    sim = (hits + (n if eos else 0)) / (n * (L + eos))
+    assert abs(ch.no_attention_accuracy(L, eos) - sim) < 0.015
+    assert ch.no_attention_accuracy(20) == pytest.approx(0.1799, abs=1e-4)
+
+
+def test_no_attention_accuracy_bad_input():
+    with pytest.raises(ValueError, match="length must be an int >= 1"):
+        ch.no_attention_accuracy(0)
+    with pytest.raises(TypeError, match="eos must be True or False"):
+        ch.no_attention_accuracy(5, eos=1)
+
+
+def test_model_ablation_counts_are_the_ones_the_script_wrote():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "authors_copy" / "ablation.json"
+    variants = json.loads(path.read_text())["variants"]
+    assert set(variants) == set(ch.MODEL_ABLATION_FAST)
+    for name, (proj, bias, eos, n_ok, n) in ch.MODEL_ABLATION_FAST.items():
+        v = variants[name]
+        assert (v["head_proj"], v["bias"], v["eos"]) == (proj, bias, eos)
+        assert (sum(a > ch.SUCCESS_LEVEL for a in v["final_acc"]), len(v["final_acc"])) == (n_ok, n)
+
+
+def test_steps_to_level_is_the_first_evaluation_above_it():
+    from attn_core.training import History
+
+    acc = np.array([[0.1, 0.5, 0.96, 0.97], [0.1, 0.2, 0.3, 0.4], [0.99, 0.9, 0.99, 0.99]])
+    h = History(seeds=np.arange(3), data_seeds=np.arange(3), train_loss=np.zeros((3, 30)),
+                eval_steps=np.array([0, 10, 20, 30]), metrics={"token_acc": acc}, probes={})
+    assert ch.steps_to_level(h).tolist() == [20.0, np.inf, 0.0]
+    assert ch.steps_to_level(h, level=0.35).tolist() == [10.0, 30.0, 0.0]
+    with pytest.raises(ValueError, match="level must be"):
+        ch.steps_to_level(h, level=1.5)

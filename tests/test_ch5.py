@@ -69,7 +69,7 @@ def test_run_heads_validates_and_trains_members_with_their_heads():
         HeadsRun(copy=cfg, head_seeds=(1, 2), data_seeds=(0,))
     h = HeadsRun(copy=cfg, head_seeds=(1, 2), data_seeds=(0, 0)).run(cache=False, progress=False)
     assert h.probes["head_attn_acc"].shape == (2, 2, 1)              # (members, evals, K)
-    assert h.probes["head_maps"].shape == (2, 2, 1, 5, 5)
+    assert h.probes["head_maps"].shape == (2, 2, 1, 6, 6)           # L = 5 plus the EOS
     assert not np.allclose(h.train_loss[0], h.train_loss[1])          # different heads, same data
 
 

@@ -209,3 +209,23 @@ def test_parallel_corpus_to_batch_checks_word_ids():
         task.to_batch(bad, c["tgt"], c["align"])
     with pytest.raises(TypeError, match="src must hold integer"):
         task.to_batch(c["src"].float(), c["tgt"], c["align"])
+
+
+@pytest.mark.parametrize("kw", [{}, {"target_permutation": (2, 0, 1, 4, 3)}])
+def test_copy_eos_ends_both_sides_and_aligns_to_the_source_end(kw):
+    t = CopyTask(5, eos=True, **kw)
+    assert (t.eos_token, t.bos, t.model_vocab) == (5, 6, 7)
+    b = t.sample(torch.Generator().manual_seed(0), 4)
+    assert b["src"].shape == b["tgt"].shape == b["tgt_in"].shape == b["align"].shape == (4, 6)
+    assert (b["src"][:, -1] == 5).all() and (b["tgt"][:, -1] == 5).all()
+    assert (b["tgt_in"][:, 0] == 6).all() and torch.equal(b["tgt_in"][:, 1:], b["tgt"][:, :-1])
+    assert (b["align"][:, -1] == 5).all()
+    assert torch.equal(b["tgt"], b["src"].gather(1, b["align"]))     # align says where from
+    plain = CopyTask(5, **kw).sample(torch.Generator().manual_seed(0), 4)
+    assert torch.equal(plain["src"], b["src"][:, :5])                # same data, EOS appended
+    assert CopyTask(5).eos_token is None and CopyTask(5).model_vocab == 6
+
+
+def test_copy_eos_must_be_a_bool():
+    with pytest.raises(TypeError, match=r"^eos must be True or False"):
+        CopyTask(5, eos=1)

@@ -130,3 +130,74 @@ def test_token_id_equal_to_vocab_never_reads_the_next_members_table(make, call):
     x[0, 0, 1] = 5
     with pytest.raises(ValueError, match=r"token ids in \[0, 4\]|ids in \[0, 4\]"):
         call(model, x)
+
+
+# ----------------------------------------------------------- the authors' variant (bias, P, EOS)
+AUTHORS = functools.partial(Seq2Seq, vocab=9, embed=6, hidden=6, head_proj=True, bias=True)
+
+
+def _batch(S=2, B=3, L=5, V=7, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, V, (S, B, L), generator=g)
+    tgt = torch.randint(0, V, (S, B, L), generator=g)
+    return src, torch.cat([torch.full((S, B, 1), V), tgt[..., :-1]], -1), tgt
+
+
+@pytest.mark.parametrize("heads, reduce", [(1, "mean"), (3, "mean"), (3, "sum")])
+def test_lexical_probe_is_the_output_when_every_head_attends_to_one_position(
+        monkeypatch, heads, reduce):
+    """β_{t,l} = p_t(y_t) of the model itself with every head's attention forced onto l: the
+    probe's context (projections and biases included) is the model's context."""
+    import attn_core.models as M
+
+    model = AUTHORS(seeds=[0, 1], heads=heads, head_reduce=reduce)
+    src, tgt_in, tgt = _batch()
+    beta = model.lexical_probe(src, tgt_in, tgt)                        # (S, B, T, L)
+    for l in range(src.shape[-1]):
+        onehot = lambda scores, mode, l=l: nn.functional.one_hot(
+            torch.full(scores.shape[:-1], l), scores.shape[-1]).float()
+        monkeypatch.setattr(M, "attention_weights", onehot)
+        with torch.no_grad():
+            p = model(src, tgt_in)["logits"].softmax(-1)
+        expected = p.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+        torch.testing.assert_close(beta[..., l], expected, atol=1e-6, rtol=1e-5)
+
+
+def test_biases_change_the_scores_and_come_from_the_head_seeds():
+    plain = Seq2Seq(vocab=9, embed=6, hidden=6, head_proj=True, seeds=[3], head_seeds=[[11]])
+    biased = AUTHORS(seeds=[3], head_seeds=[[11]])
+    for name, t in plain.named_parameters():                # the rest of the model is the same
+        assert torch.equal(t, dict(biased.named_parameters())[name]), name
+    assert biased.score_bias.shape == (1, 1, 6) and biased.proj_bias.shape == (1, 1, 6)
+    src, tgt_in, _ = _batch(S=1)
+    with torch.no_grad():
+        assert not torch.allclose(plain(src, tgt_in)["alpha"], biased(src, tgt_in)["alpha"])
+    two = AUTHORS(seeds=[3], heads=2, head_seeds=[[11, 12]])   # head k = the one-head model's
+    assert torch.equal(two.score_bias[0, 0], biased.score_bias[0, 0])
+    assert torch.equal(two.proj_bias[0, 0], biased.proj_bias[0, 0])
+    assert not torch.equal(two.score_bias[0, 1], biased.score_bias[0, 0])
+    assert not torch.equal(biased.score_bias[0, 0], biased.proj_bias[0, 0])
+
+
+def test_separate_decoder_embedding_leaves_the_other_tensors_alone():
+    shared = AUTHORS(seeds=[4])
+    own = AUTHORS(seeds=[4], shared_embedding=False)
+    assert shared.dec_emb is None and own.dec_emb.weight.shape == (1, 9, 6)
+    for name, t in shared.named_parameters():
+        assert torch.equal(t, dict(own.named_parameters())[name]), name
+    src, tgt_in, _ = _batch(S=1)
+    with torch.no_grad():
+        assert not torch.allclose(shared(src, tgt_in)["logits"], own(src, tgt_in)["logits"])
+
+
+def test_uniform_attention_freezes_the_score_bias():
+    m = AUTHORS(seeds=[0], attention="uniform")
+    assert not m.score.requires_grad and not m.score_bias.requires_grad
+    assert m.proj_bias.requires_grad
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(bias=1), "bias"),
+                                          (dict(shared_embedding="no"), "shared_embedding")])
+def test_authors_options_must_be_bools(kwargs, name):
+    with pytest.raises(TypeError, match=rf"^{name} must be True or False"):
+        Seq2Seq(vocab=9, **kwargs)

@@ -29,10 +29,64 @@ def test_flow_is_gradient_flow_of_the_loss():
 
 def test_uniform_start_flat_then_rising_and_bad_start_falls():
     f = theory.gated_flow(0, 0, 0.5, t_max=3, n_steps=300)
-    assert f["p"][1] - 0.5 < 1e-3 and f["p"][-1] > 1
+    assert abs(f["p"][1] - 0.5) < 1e-3 and np.all(np.diff(f["p"]) > 0)
+    # p(τ) = cosh(√2 τ)/2 reaches 1 at τ* = arccosh(2)/√2 ≈ 0.9312
+    assert np.interp(1.0, f["p"], f["tau"]) == pytest.approx(0.9312, abs=1e-3)
     assert np.allclose(f["beta0"] + f["beta1"], 0)          # β0 + β1 is conserved
     bad = theory.gated_flow(10, -10, 0.5, t_max=0.1, n_steps=10)
     assert np.all(np.diff(bad["p"]) < 0)
+
+
+def test_bad_start_never_turns_around():
+    """From β0 = 10, β1 = -10 neither p nor Δ recovers: at τ = 0.5 p = -10.22, Δ = -24.67."""
+    f = theory.gated_flow(10, -10, 0.5, t_max=5.0, n_steps=1000)
+    delta = f["beta1"] - f["beta0"]
+    assert np.all(np.diff(f["p"]) < 0)
+    assert np.all(np.diff(delta)[f["p"][:-1] < 0] < 0)    # Δ falls once p < 0
+    assert f["p"][100] == pytest.approx(-10.224, abs=1e-3)  # τ = 0.5
+    assert delta[100] == pytest.approx(-24.669, abs=1e-3)
+
+
+def test_critical_gap_separates_runaway_from_recovery():
+    r = theory.gated_flow_critical_gap(0.5)
+    assert r == pytest.approx(math.sqrt(2) / 2)
+    for p0 in (0.2, 0.5, 0.9):
+        gap = theory.gated_flow_critical_gap(p0)
+        above = theory.gated_flow(gap / 2 + 0.01, -gap / 2 - 0.01, p0, t_max=10, n_steps=500)
+        below = theory.gated_flow(gap / 2 - 0.01, -gap / 2 + 0.01, p0, t_max=10, n_steps=500)
+        assert above["p"][-1] < -1 and np.all(np.diff(above["p"]) < 0)
+        assert below["p"][-1] > 1
+
+
+@pytest.mark.parametrize("p, err", [(0.0, ValueError), (1.0, ValueError), (-0.5, ValueError),
+                                    (math.nan, ValueError), (True, TypeError), ("½", TypeError)])
+def test_critical_gap_rejects_bad_p(p, err):
+    with pytest.raises(err, match="p"):
+        theory.gated_flow_critical_gap(p)
+
+
+def test_ce_flow_plateau_and_stuck_bad_start():
+    """Cross-entropy: p barely moves while Δ grows to 1 (the unconstrained flow's p is then
+    √3/2); from β0 = 10, β1 = -10 the model stays at chance (loss ≈ 2 ln 2) with p → 0."""
+    u = theory.gated_ce_flow(0, 0, 0.5, t_max=60, n_steps=3000)
+    d = u["beta1"] - u["beta0"]
+    assert 0 < np.interp(1.0, d, u["p"]) - 0.5 < 0.05
+    f = theory.gated_flow(0, 0, 0.5, t_max=3, n_steps=600)
+    assert np.interp(1.0, f["beta1"] - f["beta0"], f["p"]) == pytest.approx(
+        math.sqrt(3) / 2, abs=1e-4)
+    assert u["p"][-1] > 0.9 and u["loss"][-1] < 0.05
+    bad = theory.gated_ce_flow(10, -10, 0.5, t_max=60, n_steps=3000)
+    assert bad["p"][-1] < 0.01 and bad["loss"][-1] > 1.35
+    assert bad["beta1"][-1] < -9                             # token 1's weight barely learns
+
+
+def test_ce_descent_lags_the_flow_until_the_step_is_large():
+    flow = theory.gated_ce_flow(0, 0, 0.5, t_max=20, n_steps=1000)
+    ahead = {}
+    for lr in (0.5, 2.0, 4.0, 8.0):
+        gd = theory.gated_ce_descent(0, 0, 0.5, lr=lr, steps=int(round(20 / lr)))
+        ahead[lr] = (gd["p"] - np.interp(gd["tau"], flow["tau"], flow["p"])).max()
+    assert max(ahead[lr] for lr in (0.5, 2.0, 4.0)) < 0.01 and ahead[8.0] > 0.05
 
 
 def test_ce_descent_approaches_flow_as_lr_shrinks():
@@ -67,6 +121,7 @@ def test_sen_curve():
     (lambda: theory.gated_flow(0, 0, 0.5, n_steps=0), "n_steps"),
     (lambda: theory.gated_flow(math.nan, 0, 0.5), "beta0"),
     (lambda: theory.gated_ce_descent(0, 0, 0.5, lr=0, steps=3), "lr"),
+    (lambda: theory.gated_flow_critical_gap(1.2), "p"),
     (lambda: theory.sen_curve(1.0, 0), "m"),
     (lambda: theory.sen_curve(-1.0, 5), "score"),
 ])

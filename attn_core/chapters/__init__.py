@@ -6,7 +6,7 @@ runners and the few helpers its notebook needs; a notebook imports only its own 
     from attn_core.chapters import ch4_copy as ch
 
 - :mod:`.ch1_gated`     chapter 1: the keyword task and the attention LSTM classifier
-- :mod:`.ch2_sen`       chapter 2: Lu, Mao & Nayak's topic model, SEN, the purity twin
+- :mod:`.ch2_sen`       chapter 2: Lu, Mao & Nayak's topic model, SEN, purity, the CNN variant
 - :mod:`.ch3_ibm1`      chapter 3: translation with a hidden dictionary, proxy, KTIW probes
 - :mod:`.ch4_copy`      chapter 4: the permutation-copy failure
 - :mod:`.ch5_multihead` chapter 5: good and bad heads, and the multi-head rescue

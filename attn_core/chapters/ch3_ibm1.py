@@ -210,8 +210,11 @@ KEYWORD_RELEVANCE = Preset(
 
 
 def run_proxy(task, steps: int = 300, lr: float = 1.0, seed: int = 0, batch_size: int = 64):
-    """Train the full-rank bag-of-words proxy (SZKS §2.3) on a copy or translation task by SGD
-    from θ = 0. Returns the trained one-member :class:`~attn_core.models.BagOfWordsProxy` and
+    """Train the full-rank bag-of-words proxy (SZKS §2.3) on a copy or translation task by SGD:
+    a free |I| × |O| logit table θ started at θ = 0 (``BagOfWordsProxy(dim=None)``; the
+    factorised θ = W e could not start at W = e = 0, where both gradients vanish). |I| = |O| =
+    ``task.model_vocab`` (for a translation task 2V + 1: source words, target words and the
+    start symbol). Returns the trained one-member :class:`~attn_core.models.BagOfWordsProxy` and
     the History."""
     if not (hasattr(task, "sample") and hasattr(task, "model_vocab")):
         raise TypeError(f"task must be a copy or translation task (with sample() and "

@@ -26,17 +26,55 @@ from ._experiment import Experiment, check_history
 from .ch3_ibm1 import run_proxy
 
 __all__ = ["CopyConfig", "COPY_BASE", "copy_probe", "control", "SUCCESS_LEVEL", "succeeded",
-           "success_rate", "scaled_count_table", "run_proxy"]
+           "success_rate", "scaled_count_table", "run_proxy", "AUTHORS_CODE_FAST",
+           "MODEL_ABLATION_FAST", "no_attention_accuracy", "MIXTURE",
+           "MIXTURE_REFERENCE", "steps_to_level"]
 
 #: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
 SUCCESS_LEVEL = 0.95
 
+#: The authors' own code at the chapter's fast settings, run outside the book (it is not a
+#: dependency): Sea-Snell/AttentionDynamics at commit 45774617, ``SequenceCopying/seq2seq.py``
+#: with ``benchmarks/authors_copy/seq2seq.patch`` (seed Python's ``random``, one more
+#: evaluation after the last step, no crash at L != 40), L = 20, hidden 64, batch 32, 300
+#: steps, Adam 1e-3, seeds 0-19; measured on the 2-core CPU machine on 2026-11-22 with
+#: ``benchmarks/authors_copy/run.sh``. Final token accuracy of each run (their metric: 50
+#: fresh sequences, EOS included). ``tests/test_ch4.py`` checks these against the JSON files
+#: the script wrote.
+AUTHORS_CODE_FAST = {
+    "permutation": (
+        0.761, 0.4181, 0.9952, 0.3648, 0.8248, 0.2971, 0.9981, 0.3952, 0.3876, 0.9152, 0.9895,
+        0.6905, 0.9876, 0.9505, 0.4362, 0.3943, 0.4552, 0.6305, 0.4352, 0.4914,
+    ),
+    "control": (
+        0.999, 0.9962, 0.9981, 0.9971, 1.0, 0.9981, 1.0, 1.0, 0.9971, 0.999, 1.0, 0.999, 1.0, 1.0,
+        0.9943, 0.9971, 0.9933, 0.9952, 0.9981, 0.9971,
+    ),
+}
+
+
+#: Which detail of the authors' model makes permutations hard at the fast settings (20 seeds,
+#: 300 steps, this module's :class:`CopyConfig` with the three switches set as shown), run
+#: outside the book by ``benchmarks/authors_copy/ablate.py`` on 2026-11-22 (its
+#: ``ablation.json`` holds every run's final accuracy; ``tests/test_ch4.py`` checks the
+#: counts): ``name: (head_proj, bias, eos, runs above 0.95, runs)``.
+MODEL_ABLATION_FAST = {
+    "luong": (False, False, False, 10, 20),
+    "proj": (True, False, False, 17, 20),
+    "bias": (False, True, False, 11, 20),
+    "eos": (False, False, True, 4, 20),
+    "proj+bias": (True, True, False, 18, 20),
+    "authors": (True, True, True, 2, 20),
+}
 
 @dataclass(frozen=True)
 class CopyConfig(Experiment):
-    """Sequence copying with an LSTM seq2seq and Luong attention (SZKS §3.3, the authors' setup:
-    1-layer unidirectional LSTMs, shared embedding, Adam at its default rate, batch 128, 200
-    steps).
+    """Sequence copying with an LSTM seq2seq and Luong attention (SZKS §3.3), by default the
+    authors' model (Sea-Snell/AttentionDynamics, ``SequenceCopying/seq2seq_model.py``):
+    1-layer unidirectional LSTMs, one embedding shared by source and target, a bilinear score
+    with a bias, the context projected by an affine map before the output layer
+    (``head_proj``, ``bias``), an end-of-sequence token on both sides (``eos``), Adam at its
+    default rate; their scale is batch 128, 200 steps.
 
     ``distribution``/``vocab`` as in :class:`~attn_core.data.CopyTask`; ``permutation_seed``
     (if not None) makes the target a fixed permutation π of the input positions (SZKS §6.2),
@@ -57,6 +95,9 @@ class CopyConfig(Experiment):
     heads: int = 1
     cell: str = "lstm"
     attention: str = "learned"
+    head_proj: bool = True
+    bias: bool = True
+    eos: bool = True
     batch_size: int = 32
     steps: int = 300
     lr: float = 1e-3
@@ -79,12 +120,14 @@ class CopyConfig(Experiment):
         if self.permutation_seed is not None:
             g = torch.Generator().manual_seed(self.permutation_seed)
             perm = tuple(torch.randperm(self.length, generator=g).tolist())
-        return CopyTask(self.length, self.vocab, self.distribution, target_permutation=perm)
+        return CopyTask(self.length, self.vocab, self.distribution, target_permutation=perm,
+                        eos=self.eos)
 
     def model_fn(self, task):
         return functools.partial(Seq2Seq, vocab=task.model_vocab, embed=self.embed,
                                  hidden=self.hidden, heads=self.heads, cell=self.cell,
-                                 attention=self.attention)
+                                 attention=self.attention, head_proj=self.head_proj,
+                                 bias=self.bias)
 
     def probes(self, task) -> list:
         return [copy_probe]
@@ -117,6 +160,21 @@ def copy_probe(model, batch):
     alpha = model(batch["src"][:, :1], batch["tgt_in"][:, :1])["alpha"]
     return {"beta_align_acc": hit, "attn_map": alpha.mean(1)[:, 0]}
 
+#: SZKS Fig. 2 middle: a mixture of permutations of two disjoint sets of L words (V = 2L).
+#: Fast: at L = 20 the mixture runs are still near 0.3 after 1,200 steps (measured), so the
+#: fast mode trains the mixture at L = 10, where permutations are learned within 300 steps,
+#: for three times that budget; :data:`MIXTURE_REFERENCE` is the permutation run at that L.
+#: Full: the paper's L = 40 at the paper's scale.
+MIXTURE = Preset(
+    fast=replace(COPY_BASE.fast, length=10, distribution="mixture", steps=900,
+                 seeds=tuple(range(6))),
+    full=replace(COPY_BASE.full, distribution="mixture", steps=600, seeds=tuple(range(10))),
+)
+MIXTURE_REFERENCE = Preset(
+    fast=replace(MIXTURE.fast, distribution="permutation", steps=300, seeds=(0, 1, 2)),
+    full=replace(MIXTURE.full, distribution="permutation", steps=200, seeds=(0, 1, 2)),
+)
+
 
 def control(config: CopyConfig, ratio: float = 1.5) -> CopyConfig:
     """The control distribution of SZKS Fig. 2: L distinct items out of V = ratio·L (the
@@ -143,10 +201,36 @@ def succeeded(history, at: int = -1, level: float = SUCCESS_LEVEL) -> np.ndarray
 
 
 def scaled_count_table(task: CopyTask, n: int, generator: torch.Generator) -> np.ndarray:
-    """The count table of ``n`` pairs drawn from ``generator``, scaled as L·C/n: the expected
-    number of (input word, output word) co-occurrences per sentence pair (SZKS §2.3)."""
+    """The count table of ``n`` pairs drawn from ``generator`` over the V data words (an
+    end-of-sequence token is left out), scaled as L·C/n: the expected number of (input word,
+    output word) co-occurrences per sentence pair (SZKS §2.3)."""
     if not isinstance(task, CopyTask):
         raise TypeError(f"task must be a CopyTask; got {type(task).__name__}")
     n = check_int("n", n)
     b = task.sample(check_generator("generator", generator), n)
-    return count_table(b["src"], b["tgt"], task.vocab, task.vocab) * task.length / n
+    L = task.length
+    return count_table(b["src"][:, :L], b["tgt"][:, :L], task.vocab, task.vocab) * L / n
+
+
+def no_attention_accuracy(length: int, eos: bool = False) -> float:
+    """Teacher-forced token accuracy of a copier that knows which words the input holds but
+    not where: at output step t it guesses uniformly among the L - t + 1 words not emitted
+    yet, right with probability 1/(L - t + 1); the mean over t is H_L / L (H_L the harmonic
+    number: 0.180 at L = 20). With ``eos`` the end token, always right, adds one step:
+    (H_L + 1) / (L + 1)."""
+    L = check_int("length", length)
+    if not isinstance(eos, bool):
+        raise TypeError(f"eos must be True or False; got {eos!r}")
+    h = sum(1.0 / k for k in range(1, L + 1))
+    return (h + 1.0) / (L + 1) if eos else h / L
+
+
+def steps_to_level(history, level: float = SUCCESS_LEVEL) -> np.ndarray:
+    """The first evaluated step at which each member's held-out token accuracy is above
+    ``level`` (S,) float; ``inf`` for a member that never gets there."""
+    check_history(history, metrics=("token_acc",))
+    level = check_real("level", level, 0.0, 1.0)
+    above = history.metrics["token_acc"] > level
+    first = np.where(above.any(1), above.argmax(1), -1)
+    steps = np.asarray(history.eval_steps, dtype=float)
+    return np.where(first >= 0, steps[np.maximum(first, 0)], np.inf)

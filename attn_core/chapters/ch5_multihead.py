@@ -51,7 +51,8 @@ class HeadsRun(Experiment):
 
     ``head_seeds[i]`` is an int (a one-head model's head seed) or a tuple of ``copy.heads``
     seeds (head k of a K-head model is exactly the one-head model's head of that seed);
-    ``data_seeds[i]`` seeds member i's data stream. ``head_proj``/``head_reduce`` as in
+    ``data_seeds[i]`` seeds member i's data stream. ``head_proj``/``head_reduce`` (which
+    override ``copy.head_proj``) as in
     :class:`~attn_core.models.Seq2Seq`. ``tag`` names the run in the cache and progress bar.
     """
 
@@ -94,7 +95,7 @@ class HeadsRun(Experiment):
         return functools.partial(Seq2Seq, vocab=task.model_vocab, embed=c.embed,
                                  hidden=c.hidden, heads=c.heads, cell=c.cell,
                                  attention=c.attention, head_proj=self.head_proj,
-                                 head_reduce=self.head_reduce)
+                                 head_reduce=self.head_reduce, bias=c.bias)
 
     def seeds_and_members(self):
         heads = [list(h) if isinstance(h, tuple) else h for h in self.head_seeds]
@@ -135,7 +136,8 @@ class RescueConfig:
     COMBINATION_DATA = 100
     RANDOM_DATA = 200
 
-    copy: CopyConfig = CopyConfig(cell="gru", eval_every=20, execution="batched")
+    copy: CopyConfig = CopyConfig(cell="gru", eval_every=20, execution="batched",
+                                  head_proj=False, bias=False, eos=False)
     base_seed: int = 0
     head_proj: bool = True
     head_reduce: str = "mean"
@@ -250,7 +252,8 @@ class RescueConfig:
 #: combinations of each kind); its base seed has not been validated at that scale.
 RESCUE = Preset(
     fast=RescueConfig(),
-    full=RescueConfig(copy=replace(COPY_BASE.full, cell="gru"), n_candidates=80,
+    full=RescueConfig(copy=replace(COPY_BASE.full, cell="gru", head_proj=False, bias=False,
+                                   eos=False), n_candidates=80,
                       data_seeds=(0, 1, 2), k_combo=8, n_combinations=50, ks=(1, 2, 4, 8),
                       n_random=50),
 )
