@@ -79,3 +79,12 @@ def test_code_lines_fit_the_column(path):
     long = [(i, len(line)) for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
             for line in _source(cell).split("\n") if len(line) > MAX_LINE]
     assert not long, f"{path.name}: (cell, length) of code lines over {MAX_LINE}: {long}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_cell_has_a_unique_id(path):
+    """nbformat 4.5 requires cell ids (missing ones are a warning now, an error later)."""
+    nb = _load(path)
+    ids = [c.get("id") for c in nb["cells"]]
+    assert all(isinstance(i, str) and i for i in ids), "a cell has no id"
+    assert len(set(ids)) == len(ids), "two cells share an id"
