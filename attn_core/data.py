@@ -275,8 +275,28 @@ def topic_sentences(topic_sets, dictionary, m: int, n: int, generator: torch.Gen
     return {"x": x, "y": y, "pos": pos}
 
 
+class _SeededDataSet:
+    """A task whose whole data set is drawn once from its ``seed`` field into ``_data =
+    {"train": {...}, "test": {...}}`` (full-batch gradient descent)."""
+
+    def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
+        """The full training set (the generator and batch size are not used: full batch)."""
+        return {k: v.clone() for k, v in self._data["train"].items()}
+
+    def test_set(self) -> dict[str, Tensor]:
+        """The held-out set."""
+        return {k: v.clone() for k, v in self._data["test"].items()}
+
+    def for_seed(self, seed: int):
+        """The same task with its data set drawn from ``seed`` (itself if ``seed`` is its seed;
+        the training engine gives each member the data set of its own data seed: real
+        replicates)."""
+        seed = _check_int("seed", seed, 0)
+        return self if seed == self.seed else dataclasses.replace(self, seed=seed)
+
+
 @dataclass(frozen=True)
-class TopicTask:
+class TopicTask(_SeededDataSet):
     """The topic classification task of Lu, Mao & Nayak (2021), §3 and §5.1.
 
     ``n_topics`` = J topics with ``words_per_topic`` topic words each; a sentence is one topic
@@ -332,27 +352,9 @@ class TopicTask:
             raise ValueError(f"word must be a topic word id in [0, {n - 1}]; got {word}")
         return int(word) // self.words_per_topic
 
-    def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
-        """The full training set (the generator and batch size are not used: full batch)."""
-        return {k: v.clone() for k, v in self._data["train"].items()}
-
-    def test_set(self) -> dict[str, Tensor]:
-        return {k: v.clone() for k, v in self._data["test"].items()}
-
-    def for_seed(self, seed: int) -> "TopicTask":
-        """The same task with its data set drawn from ``seed`` (the training engine gives each
-        member the data set of its own data seed: real replicates)."""
-        return _for_seed(self, seed)
-
-
-def _for_seed(task, seed):
-    """``task`` redrawn from ``seed`` (itself if ``seed`` is its seed)."""
-    seed = _check_int("seed", seed, 0)
-    return task if seed == task.seed else dataclasses.replace(task, seed=seed)
-
 
 @dataclass(frozen=True)
-class PurityGradedTask:
+class PurityGradedTask(_SeededDataSet):
     """A synthetic stand-in for LMN's SST-2 purity experiment (§5.2, Fig. 5-7): a frequent
     word of low topic purity against rare pure words that only sometimes share its sentences.
 
@@ -452,20 +454,9 @@ class PurityGradedTask:
         """The rare pure words, class 0's first: (2K,)."""
         return torch.arange(2, 2 + 2 * self.rare_per_class)
 
-    def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
-        """The full training set (full batch)."""
-        return {k: v.clone() for k, v in self._data["train"].items()}
-
-    def test_set(self) -> dict[str, Tensor]:
-        return {k: v.clone() for k, v in self._data["test"].items()}
-
-    def for_seed(self, seed: int) -> "PurityGradedTask":
-        """The same task with its data drawn from ``seed``."""
-        return _for_seed(self, seed)
-
 
 @dataclass(frozen=True)
-class MarkovPairTask:
+class MarkovPairTask(_SeededDataSet):
     """LMN Appendix A: two topics whose sentences are Markov chains, and topic *word pairs*.
 
     Each topic y owns ``pairs_per_topic`` ordered pairs (s, e) of words from a dictionary of
@@ -522,17 +513,6 @@ class MarkovPairTask:
     def topic_pairs(self) -> Tensor:
         """The ordered topic pairs (s, e), topic 0's first: (2 * pairs_per_topic, 2)."""
         return self._data["pairs"].clone()
-
-    def sample(self, generator: torch.Generator | None = None, batch_size: int | None = None):
-        """The full training set (full batch)."""
-        return {k: v.clone() for k, v in self._data["train"].items()}
-
-    def test_set(self) -> dict[str, Tensor]:
-        return {k: v.clone() for k, v in self._data["test"].items()}
-
-    def for_seed(self, seed: int) -> "MarkovPairTask":
-        """The same task with its pairs and data drawn from ``seed``."""
-        return _for_seed(self, seed)
 
 
 def read_sst2_tsv(path) -> tuple[list[list[str]], list[int]]:

@@ -497,7 +497,33 @@ def _check_mask(mask, shape) -> Tensor:
     return mask
 
 
-class TopicAttention(StackedModule):
+class _TopicClassifier(StackedModule):
+    """Loss and evaluation of a topic classifier on ``{"x": (S, N, L), "y": (S, N)}`` (and an
+    optional ``"mask"``): mean cross-entropy per member, and accuracy."""
+
+    def _logits(self, batch) -> Tensor:
+        return self(batch["x"])["logits"]
+
+    def _ce(self, batch) -> tuple[Tensor, Tensor]:
+        check_sequences("batch['x']", batch["x"], ("S", "N", "L"))
+        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
+                       "class labels", "n_topics")
+        logits = self._logits(batch)
+        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
+        return ce.view(self.n_members, -1).mean(1), logits
+
+    def loss(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        return self._ce(batch)[0]
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        loss, logits = self._ce(batch)
+        return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
+
+
+class TopicAttention(_TopicClassifier):
     """The topic-classification attention model of Lu, Mao & Nayak (2021), §3 / Eq. 1-3.
 
     Each word w has an embedding ν_w ∈ R^d and a key κ_w ∈ R^d. With the global query q the
@@ -632,23 +658,8 @@ class TopicAttention(StackedModule):
             v_bar = (p.unsqueeze(-1) * table[flat]).sum(-2)
         return {"logits": self.classify(v_bar), "p": p, "v_bar": v_bar}
 
-    def _ce(self, batch) -> Tensor:
-        check_sequences("batch['x']", batch["x"], ("S", "N", "L"))
-        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
-                       "class labels", "n_topics")
-        logits = self(batch["x"], batch.get("mask"))["logits"]
-        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
-        return ce.view(self.n_members, -1).mean(1), logits
-
-    def loss(self, batch):
-        self._check_batch(batch, ("x", "y"))
-        return self._ce(batch)[0]
-
-    @torch.no_grad()
-    def evaluate(self, batch):
-        self._check_batch(batch, ("x", "y"))
-        loss, logits = self._ce(batch)
-        return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
+    def _logits(self, batch) -> Tensor:
+        return self(batch["x"], batch.get("mask"))["logits"]
 
 
 def _orthogonal_init(t: Tensor, g: torch.Generator) -> None:
@@ -659,7 +670,7 @@ def _orthogonal_init(t: Tensor, g: torch.Generator) -> None:
         t[k] = q * torch.sign(torch.diagonal(r)).unsqueeze(0) / math.sqrt(2.0)
 
 
-class TopicAttentionCNN(StackedModule):
+class TopicAttentionCNN(_TopicClassifier):
     """Attn-TC-CNN of Lu, Mao & Nayak (2021), Appendix A: Attn-TC whose attention reads word
     *pairs* built by two parallel convolutions (kernel d × 2, stride 1, d kernels).
 
@@ -782,24 +793,6 @@ class TopicAttentionCNN(StackedModule):
                _BagStructure(flat[..., 1:].reshape(S * N, L - 1), n_rows))
         self._structures = (flat.clone(), sts)
         return sts
-
-    def _ce(self, batch) -> tuple[Tensor, Tensor]:
-        check_sequences("batch['x']", batch["x"], ("S", "N", "L"))
-        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
-                       "class labels", "n_topics")
-        logits = self(batch["x"])["logits"]
-        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
-        return ce.view(self.n_members, -1).mean(1), logits
-
-    def loss(self, batch):
-        self._check_batch(batch, ("x", "y"))
-        return self._ce(batch)[0]
-
-    @torch.no_grad()
-    def evaluate(self, batch):
-        self._check_batch(batch, ("x", "y"))
-        loss, logits = self._ce(batch)
-        return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
 
 
 # --------------------------------------------------------------------------- chapter 3 (SZKS A.10)

@@ -433,9 +433,16 @@ def ibm1_probe(trans, source, target) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("source and target must each hold at least one token")
     if x.min() < 0 or x.max() >= trans.shape[0] or y.min() < 0 or y.max() >= trans.shape[1]:
         raise ValueError(f"token ids out of range for a {trans.shape[0]} x {trans.shape[1]} table")
-    beta = trans[x][:, y].T                                   # (T, L)
-    z = beta.sum(1, keepdims=True)
-    alpha = np.where(z > 0, beta / np.where(z > 0, z, 1.0), 1.0 / len(x))
+    beta, alpha = _ibm1_beta_alpha(trans, x[None], y[None])
+    return beta[0], alpha[0]
+
+
+def _ibm1_beta_alpha(trans: np.ndarray, x: np.ndarray, y: np.ndarray):
+    """β^IBM and α^IBM (M, T, L) of checked (M, L) source and (M, T) target ids; an all-zero
+    row of β gives a uniform α."""
+    beta = trans[x[:, None, :], y[:, :, None]]                # (M, T, L): Trans(y_t | x_l)
+    z = beta.sum(2, keepdims=True)
+    alpha = np.where(z > 0, beta / np.where(z > 0, z, 1.0), 1.0 / x.shape[1])
     return beta, alpha
 
 
@@ -547,11 +554,7 @@ def ibm1_maps(trans, sources, targets) -> tuple[np.ndarray, np.ndarray]:
     if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0] or x.size == 0 or y.size == 0:
         raise ValueError(f"sources and targets must be non-empty (M, L) and (M, T) arrays that "
                          f"pair up; got shapes {x.shape} and {y.shape}")
-    beta = trans[x[:, None, :], y[:, :, None]]                # (M, T, L): Trans(y_t | x_l)
-    z = beta.sum(2, keepdims=True)
-    alpha = np.where(z > 0, beta / np.where(z > 0, z, 1.0), 1.0 / x.shape[1])
-    return beta, alpha
-
+    return _ibm1_beta_alpha(trans, x, y)
 
 
 def proxy_init_velocity(sources, targets, n_in: int, n_out: int, dims, seeds=(0, 1, 2)):

@@ -133,8 +133,24 @@ def sentence_overlap(a, b) -> float:
     return float(np.mean([r.tobytes() in rows_b for r in np.ascontiguousarray(a)]))
 
 
+class _FullBatchSGD(Experiment):
+    """Chapter 2's training: full-batch SGD at rate ``lr`` for ``epochs`` steps, members batched,
+    each member on the data set of its own data seed (``data_seeds``; None means the model
+    seeds). Subclasses declare those fields; :meth:`n_sentences` is the training-set size."""
+
+    def n_sentences(self) -> int:
+        return self.n_train
+
+    def seeds_and_members(self):
+        return list(self.seeds), _data_seeds(self), None
+
+    def train_kwargs(self) -> dict:
+        return dict(steps=self.epochs, optimizer="sgd", lr=self.lr, batch_size=self.n_sentences(),
+                    eval_every=self.eval_every, execution="batched")
+
+
 @dataclass(frozen=True)
-class SENConfig(Experiment):
+class SENConfig(_FullBatchSGD):
     """The topic task and attention model of Lu, Mao & Nayak (2021) §3, §5.1, trained by
     full-batch gradient descent (plain SGD on the whole training set, step ``lr`` = α) with
     cross-entropy.
@@ -213,10 +229,6 @@ class SENConfig(Experiment):
             probes.append(all_words_probe)
         return probes
 
-    def train_kwargs(self) -> dict:
-        return dict(steps=self.epochs, optimizer="sgd", lr=self.lr, batch_size=self.n_train,
-                    eval_every=self.eval_every, execution="batched")
-
     def variant(self) -> str:
         return self.classifier + ("-" + "-".join(self.freeze) if self.freeze else "")
 
@@ -288,7 +300,7 @@ def attended_probe():
 
 
 @dataclass(frozen=True)
-class PurityConfig(Experiment):
+class PurityConfig(_FullBatchSGD):
     """S8: topic purity against occurrence (LMN §5.2, Fig. 5-7) on
     :class:`~attn_core.data.PurityGradedTask`: a frequent word F⁺ of purity 0.61 (LMN's "best":
     103 of 128 sentences positive) and its mirror F⁻, against rare pure words (36 sentences
@@ -338,17 +350,12 @@ class PurityConfig(Experiment):
                                  dim=self.dim, classifier=self.classifier,
                                  embed_var=self.embed_var)
 
-    def seeds_and_members(self):
-        return list(self.seeds), _data_seeds(self), None
-
     def probes(self, task) -> list:
         words = torch.cat([task.frequent_words, task.rare_words])
         return [sen_probe(words), attended_probe(), test_accuracy_probe(_test_sets(self))]
 
-    def train_kwargs(self) -> dict:
-        return dict(steps=self.epochs, optimizer="sgd", lr=self.lr,
-                    batch_size=2 * self.rare_per_class * self.rare_count,
-                    eval_every=self.eval_every, execution="batched")
+    def n_sentences(self) -> int:
+        return 2 * self.rare_per_class * self.rare_count
 
     def cache_name(self) -> str:
         return f"{self.name}-{self.classifier}"
@@ -433,7 +440,7 @@ def pair_sen_probe(topic_pairs: dict, n_sample: int = 500):
 
 
 @dataclass(frozen=True)
-class CNNConfig(Experiment):
+class CNNConfig(_FullBatchSGD):
     """S9: Attn-TC-CNN (:class:`~attn_core.models.TopicAttentionCNN`) on LMN Appendix A's two
     Markov-chain topics (:class:`~attn_core.data.MarkovPairTask`), full-batch gradient descent
     with step ``lr``. ``train_cnn=False`` freezes the convolutions.
@@ -477,17 +484,10 @@ class CNNConfig(Experiment):
                                  dim=self.dim, embed_var=self.embed_var,
                                  query_norm=self.query_norm, train_cnn=self.train_cnn)
 
-    def seeds_and_members(self):
-        return list(self.seeds), _data_seeds(self), None
-
     def probes(self, task) -> list:
         tasks = member_tasks(self)
         pairs = {s: t.topic_pairs for s, t in zip(self.seeds, tasks)}
         return [pair_sen_probe(pairs, self.n_sample), test_accuracy_probe(_test_sets(self))]
-
-    def train_kwargs(self) -> dict:
-        return dict(steps=self.epochs, optimizer="sgd", lr=self.lr, batch_size=self.n_train,
-                    eval_every=self.eval_every, execution="batched")
 
     def cache_name(self) -> str:
         return f"{self.name}-{'trained' if self.train_cnn else 'frozen'}"

@@ -17,7 +17,7 @@ import torch
 from ..checks import check_choice, check_generator, check_int, check_real
 from ..config import Preset
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
-from ..metrics import success_rate
+from ..metrics import first_step, success_rate
 from ..models import ATTENTION_MODES, Seq2Seq
 from ..stacked import RNN_CELLS
 from ..theory import count_table
@@ -230,7 +230,5 @@ def steps_to_level(history, level: float = SUCCESS_LEVEL) -> np.ndarray:
     ``level`` (S,) float; ``inf`` for a member that never gets there."""
     check_history(history, metrics=("token_acc",))
     level = check_real("level", level, 0.0, 1.0)
-    above = history.metrics["token_acc"] > level
-    first = np.where(above.any(1), above.argmax(1), -1)
-    steps = np.asarray(history.eval_steps, dtype=float)
-    return np.where(first >= 0, steps[np.maximum(first, 0)], np.inf)
+    first = first_step(history.eval_steps, history.metrics["token_acc"], level)
+    return np.where(np.isnan(first), np.inf, first)
