@@ -457,6 +457,45 @@ def test_claims_table_is_shown_whole(browser, server, page):
     _record(browser, page)
 
 
+_EXERCISES_JS = """
+(() => {
+  const sols = [...document.querySelectorAll('div.cell.tag_hide-input')];
+  const folded = sols.filter(c => {
+    const d = c.querySelector('details');
+    return d && !d.open && d.querySelector('summary');
+  });
+  const checked = sols.filter(c => {
+    const out = c.querySelector('.cell_output');
+    return out && out.innerText.includes('\u2713');
+  });
+  return {n: sols.length, folded: folded.length, checked: checked.length};
+})()
+"""
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.split("/")[-1][:2])
+def test_exercise_solutions_are_folded_and_checked(browser, server, page):
+    """Every exercise's solution is folded away (a closed dropdown) and its checker's ✓ shows
+    below it. Screenshots of the first solution closed and open in _build/screenshots/."""
+    _visit(browser, server, page)
+    ex = browser.evaluate(_EXERCISES_JS)
+    assert ex["n"] >= 3, f"{page}: {ex['n']} folded solution cells; at least 3 wanted"
+    assert ex["folded"] == ex["n"], f"{page}: solutions not folded: {ex}"
+    assert ex["checked"] == ex["n"], f"{page}: solutions without a ✓ below them: {ex}"
+    name = page.split("/")[-1][:2]
+    browser.evaluate("document.querySelector('div.cell.tag_hide-input')"
+                     ".scrollIntoView({block: 'center'}) || true")
+    browser.pump(0.3)
+    browser.screenshot(SHOTS / f"exercise_{name}_closed.png")
+    opened = browser.evaluate("(() => { const d = document.querySelector("
+                              "'div.cell.tag_hide-input details'); d.open = true;"
+                              " return d.open; })()")
+    assert opened
+    browser.pump(0.3)
+    browser.screenshot(SHOTS / f"exercise_{name}_open.png")
+    _record(browser, page)
+
+
 def test_no_request_leaves_the_machine(browser, server):
     for page in (INTRO, CHAPTER1):
         if page not in _VISITS:  # this test run on its own

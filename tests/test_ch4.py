@@ -146,3 +146,55 @@ def test_steps_to_level_is_the_first_evaluation_above_it():
     assert ch.steps_to_level(h, level=0.35).tolist() == [10.0, 30.0, 0.0]
     with pytest.raises(ValueError, match="level must be"):
         ch.steps_to_level(h, level=1.5)
+
+
+# ------------------------------------------------------------------ the readable model
+@pytest.mark.parametrize("head_proj, bias", [(True, True), (False, False), (True, False),
+                                             (False, True)])
+@pytest.mark.parametrize("members", [1, 3])
+def test_readable_model_computes_what_the_engine_computes(head_proj, bias, members):
+    """LuongSeq2Seq with member m's weights gives member m's logits and attention, with the
+    chapter's switches (projection and biases) and without (one member: the engine's fused
+    LSTM; three: its batched one)."""
+    engine = Seq2Seq(vocab=12, embed=6, hidden=5, seeds=list(range(members)),
+                     head_proj=head_proj, bias=bias)
+    with torch.no_grad():           # peaked attention, so that a wrong softmax axis shows
+        engine.score.mul_(20)
+        if bias:
+            engine.score_bias.mul_(10)
+    task = CopyTask(7, 10, "distinct", eos=True)    # the chapter's kind of batch: EOS, BOS
+    b = task.sample(torch.Generator().manual_seed(1), members * 4)
+    src, tgt_in = b["src"].view(members, 4, 8), b["tgt_in"].view(members, 4, 8)
+    out = engine(src, tgt_in)
+    assert out["alpha"].max() > 0.5
+    for m in range(members):
+        mine = ch.LuongSeq2Seq.from_seq2seq(engine, m)(src[m], tgt_in[m])
+        torch.testing.assert_close(mine["logits"], out["logits"][m], atol=1e-5, rtol=0)
+        torch.testing.assert_close(mine["alpha"], out["alpha"][m, 0], atol=1e-5, rtol=0)
+
+
+def test_readable_model_of_the_chapter_is_a_copy_and_checks_its_arguments():
+    cfg = CopyConfig(length=5, embed=4, hidden=4)
+    engine = cfg.model_fn(cfg.task())(seeds=[0, 1])
+    mine = ch.LuongSeq2Seq.from_seq2seq(engine, 1)
+    assert mine.a is not None and mine.P is not None and mine.b is not None  # the switches
+    assert torch.equal(mine.W, engine.score[1, 0]) and torch.equal(mine.P, engine.head_proj[1, 0])
+    assert torch.equal(mine.b, engine.proj_bias[1, 0])
+    with torch.no_grad():
+        mine.W.zero_()
+    assert engine.score.abs().sum() > 0                      # the engine's weights are intact
+    plain = ch.LuongSeq2Seq.from_seq2seq(Seq2Seq(vocab=9, embed=4, hidden=4))
+    assert plain.a is None and plain.P is None and plain.b is None
+    with pytest.raises(ValueError, match="m must be"):
+        ch.LuongSeq2Seq.from_seq2seq(engine, 2)
+    with pytest.raises(TypeError, match="model must be a Seq2Seq"):
+        ch.LuongSeq2Seq.from_seq2seq(mine)
+    for kwargs, name in [(dict(cell="gru"), "cell"), (dict(heads=2), "heads"),
+                         (dict(attention="uniform"), "attention"),
+                         (dict(shared_embedding=False), "shared_embedding")]:
+        with pytest.raises(ValueError, match=name):
+            ch.LuongSeq2Seq.from_seq2seq(Seq2Seq(vocab=9, embed=4, hidden=4, **kwargs))
+    with pytest.raises(TypeError, match="bias"):
+        ch.LuongSeq2Seq(9, 4, 4, bias=1)
+    with pytest.raises(ValueError, match="hidden"):
+        ch.LuongSeq2Seq(9, 4, 0)

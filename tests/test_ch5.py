@@ -155,3 +155,82 @@ def test_rescue_config_run_uses_its_head_model():
                                        eval_every=2, eval_batch_size=4, cell="gru", heads=2))
     h = cfg.heads_run([[1, 2]], [0], "test").run(cache=False, progress=False)
     assert h.model.cell == "gru" and h.model.head_proj is not None and h.model.head_reduce == "mean"
+
+
+def test_other_bases_are_the_numbers_the_script_wrote():
+    import json
+    from pathlib import Path
+
+    from attn_core.chapters import ch5_multihead as ch
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "ch5_bases" / "bases.json"
+    runs = json.loads(path.read_text())["runs"]
+    good = ch.RESCUE.fast.good
+    assert len(runs) == len(ch.OTHER_BASES_FAST)
+    for r, row in zip(runs, ch.OTHER_BASES_FAST):
+        counts = []
+        for kind in ("all bad", "one good"):
+            v = r[kind]
+            counts.append(None if v is None else
+                          (sum(a > good for a in v["final_acc"]), len(v["final_acc"])))
+        final = np.array(r["screen_final_acc"])
+        labels = ch.RESCUE.fast.labels(final)
+        assert row == (r["batch_size"], r["base_seed"], int((labels == "good").sum()),
+                       int((labels == "bad").sum()), int((labels == "inconsistent").sum()),
+                       r["decided"], round(r["repeat_within_noise"], 4), *counts)
+
+
+# ------------------------------------------------------------------ the readable model
+@pytest.mark.parametrize("heads, reduce, proj", [(1, "mean", True), (4, "mean", True),
+                                                 (1, "sum", True), (4, "sum", True),
+                                                 (4, "mean", False)])
+@pytest.mark.parametrize("members", [1, 3])
+def test_readable_model_computes_what_the_engine_computes(heads, reduce, proj, members):
+    """MultiHeadLuong with member m's weights gives member m's logits and attention (one
+    member: the engine's fused GRU; three: its batched one)."""
+    from attn_core.chapters.ch5_multihead import readable_model
+
+    engine = Seq2Seq(vocab=11, embed=6, hidden=5, heads=heads, cell="gru",
+                     seeds=list(range(members)),
+                     head_seeds=[[20 + heads * m + k for k in range(heads)]
+                                 for m in range(members)],
+                     head_proj=proj, head_reduce=reduce)
+    with torch.no_grad():           # peaked attention, so that a wrong softmax axis shows
+        engine.score.mul_(20)
+    gen = torch.Generator().manual_seed(1)
+    src = torch.randint(0, 11, (members, 4, 7), generator=gen)
+    tgt_in = torch.randint(0, 11, (members, 4, 6), generator=gen)
+    out = engine(src, tgt_in)
+    assert out["alpha"].max() > 0.5
+    for m in range(members):
+        mine = readable_model(engine, m)(src[m], tgt_in[m])
+        torch.testing.assert_close(mine["logits"], out["logits"][m], atol=1e-5, rtol=0)
+        torch.testing.assert_close(mine["alpha"], out["alpha"][m], atol=1e-5, rtol=0)
+
+
+def test_readable_model_is_a_copy_and_checks_its_arguments():
+    from attn_core.chapters.ch5_multihead import MultiHeadLuong, readable_model
+
+    engine = Seq2Seq(vocab=9, embed=4, hidden=4, heads=2, cell="gru", seeds=[0, 1],
+                     head_proj=True)
+    mine = readable_model(engine, 1)
+    assert torch.equal(mine.W, engine.score[1]) and torch.equal(mine.P, engine.head_proj[1])
+    with torch.no_grad():
+        mine.W.zero_()
+    assert engine.score.abs().sum() > 0                      # the engine's weights are intact
+    assert torch.equal(readable_model(Seq2Seq(vocab=9, embed=4, hidden=4, heads=2, cell="gru"))
+                       .P, torch.eye(4).expand(2, 4, 4))      # no projection: P_k = I
+    with pytest.raises(ValueError, match="m must be"):
+        readable_model(engine, 2)
+    with pytest.raises(TypeError, match="model must be a Seq2Seq"):
+        readable_model(mine)
+    for kwargs, name in [(dict(cell="lstm"), "cell"), (dict(bias=True), "bias"),
+                         (dict(attention="uniform"), "attention"),
+                         (dict(shared_embedding=False), "shared_embedding")]:
+        other = Seq2Seq(vocab=9, embed=4, hidden=4, **{"cell": "gru", **kwargs})
+        with pytest.raises(ValueError, match=name):
+            readable_model(other)
+    with pytest.raises(ValueError, match="reduce"):
+        MultiHeadLuong(9, 4, 4, 2, reduce="max")
+    with pytest.raises(ValueError, match="heads"):
+        MultiHeadLuong(9, 4, 4, 0)

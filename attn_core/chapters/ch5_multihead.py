@@ -8,6 +8,10 @@ rescues the others and that the success of K random heads follows 1 − (1 − p
 
 :class:`HeadsRun` is one batch of such models (an :class:`Experiment`);
 :class:`RescueConfig` holds the chapter's protocol and builds every run of it.
+:class:`MultiHeadLuong` is the chapter's model written out as its equations, one model with
+no member stacking, for reading; :func:`readable_model` copies member m of the engine's
+stacked :class:`~attn_core.models.Seq2Seq` into it (the tests check that both compute the
+same logits and attention).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
+from torch import nn
 
 from ..cache import check_cache_name
 from ..checks import check_choice, check_int, check_real, check_seeds
@@ -29,7 +35,7 @@ from ._experiment import Experiment, check_history
 from .ch4_copy import COPY_BASE, CopyConfig, control
 
 __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
-           "COMBINATION_KINDS"]
+           "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model"]
 
 #: The three kinds of K-head combinations of SZKS Fig. 2 right.
 COMBINATION_KINDS = ("all bad", "one good", "random")
@@ -259,6 +265,24 @@ RESCUE = Preset(
 )
 
 
+#: The chapter's protocol at other base initialisations, and at batch 16, run outside the
+#: book by ``benchmarks/ch5_bases/run.py`` on 2026-11-22 (2-core CPU, torch 2.13.0+cpu; each
+#: base costs one to two minutes, more than the fast budget allows): chapter 5's fast config
+#: with only ``base_seed`` and ``copy.batch_size`` changed; 16 candidate heads on 2 data
+#: streams, then 6 "all bad" and 6 "one good" K = 4 combinations. Each row: ``(batch_size,
+#: base_seed, good, bad, inconsistent, decided on the first stream, verdict repeat rate within
+#: noise, all bad (successes, runs), one good (successes, runs))``; ``None`` where the screen
+#: found fewer than K bad heads. ``tests/test_ch5.py`` checks the rows against its JSON.
+OTHER_BASES_FAST = (
+    (32, 1, 10, 2, 4, 15, 0.8, None, None),
+    (32, 2, 7, 5, 4, 13, 0.9231, (4, 6), (6, 6)),
+    (32, 3, 8, 0, 8, 11, 0.7273, None, None),
+    (16, 0, 6, 8, 2, 16, 0.875, (0, 6), (2, 6)),
+    (16, 1, 9, 4, 3, 16, 0.8125, (0, 6), (5, 6)),
+    (16, 2, 6, 9, 1, 16, 0.9375, (1, 6), (5, 6)),
+)
+
+
 def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> list[list[int]]:
     """``n`` head-seed lists of length K (SZKS Fig. 2 right).
 
@@ -297,4 +321,78 @@ def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> 
         if kind == "one good":
             heads = [good[i % len(good)]] + heads
         out.append(heads)
+    return out
+
+
+# ------------------------------------------------------------------ the model, readable
+class MultiHeadLuong(nn.Module):
+    """The chapter's K-head seq2seq, one model, line by line as its equations (§1).
+
+    GRU encoder and decoder share one embedding; head k scores with W_k and projects its
+    context with P_k (no biases, no EOS token); ``reduce`` averages ("mean") or sums the
+    projected contexts. Weights start at zero: build it with :func:`readable_model`.
+    """
+
+    def __init__(self, vocab: int, embed: int, hidden: int, heads: int, reduce: str = "mean"):
+        super().__init__()
+        for name, value in (("vocab", vocab), ("embed", embed), ("hidden", hidden),
+                            ("heads", heads)):
+            check_int(name, value)
+        self.reduce = check_choice("reduce", reduce, HEAD_REDUCTIONS)
+        self.emb = nn.Embedding(vocab, embed)              # shared by source and target
+        self.encoder = nn.GRU(embed, hidden, batch_first=True)
+        self.decoder = nn.GRU(embed, hidden, batch_first=True)
+        self.W = nn.Parameter(torch.zeros(heads, hidden, hidden))  # W_k: head k's scores
+        self.P = nn.Parameter(torch.zeros(heads, hidden, hidden))  # P_k: its projection
+        self.combine = nn.Linear(2 * hidden, hidden)       # W_c, b_c
+        self.out = nn.Linear(hidden, vocab)                # W_o, b_o
+
+    def attend(self, s, h):
+        """Decoder states s (B, T, H), encoder states h (B, L, H) -> the context c (B, T, H)
+        and every head's attention alpha (K, B, T, L)."""
+        scores = torch.einsum("btg,kgh,blh->kbtl", s, self.W, h)  # s_tᵀ W_k h_l
+        alpha = torch.softmax(scores, dim=-1)              # over source positions l
+        c_k = alpha @ h                                    # c^k_t = Σ_l α^k_tl h_l
+        pc_k = c_k @ self.P.transpose(1, 2).unsqueeze(1)   # P_k c^k_t: (K, B, T, H)
+        c = pc_k.mean(0) if self.reduce == "mean" else pc_k.sum(0)
+        return c, alpha
+
+    def forward(self, src, tgt_in):
+        """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V), alpha (K, B, T, L)."""
+        h, last = self.encoder(self.emb(src))              # h_1 .. h_L
+        s, _ = self.decoder(self.emb(tgt_in), last)        # s_t, from the encoder's last state
+        c, alpha = self.attend(s, h)
+        o = torch.tanh(self.combine(torch.cat([s, c], dim=-1)))  # tanh(W_c [s_t; c_t] + b_c)
+        return {"logits": self.out(o), "alpha": alpha}    # p_t = softmax(logits_t)
+
+
+def readable_model(model: Seq2Seq, m: int = 0) -> MultiHeadLuong:
+    """Member ``m`` of the engine's stacked :class:`~attn_core.models.Seq2Seq` as a
+    :class:`MultiHeadLuong` with the same weights (a copy). The engine model must be the
+    chapter's kind: GRU cells, a shared embedding, learned attention and no head biases;
+    without ``head_proj`` every P_k is the identity."""
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be a Seq2Seq; got {type(model).__name__}")
+    m = check_int("m", m, 0, model.n_members - 1)
+    unlike = {"cell": (model.cell, "gru"), "attention": (model.attention, "learned"),
+              "shared_embedding": (model.shared_embedding, True),
+              "bias": (model.score_bias is not None, False)}
+    for name, (got, want) in unlike.items():
+        if got != want:
+            raise ValueError(f"model must have {name}={want!r} (chapter 5's model); got "
+                             f"{name}={got!r}")
+    H, K = model.hidden, model.heads
+    out = MultiHeadLuong(model.vocab, model.embed, H, K, model.head_reduce)
+    proj = (torch.eye(H).expand(K, H, H) if model.head_proj is None else model.head_proj[m])
+    tensors = {"emb.weight": model.emb.weight, "W": model.score, "combine.weight":
+               model.combine.weight, "combine.bias": model.combine.bias,
+               "out.weight": model.out.weight, "out.bias": model.out.bias}
+    for rnn in ("encoder", "decoder"):
+        engine = getattr(model, rnn)
+        for mine, theirs in (("weight_ih_l0", "w_ih"), ("weight_hh_l0", "w_hh"),
+                             ("bias_ih_l0", "b_ih"), ("bias_hh_l0", "b_hh")):
+            tensors[f"{rnn}.{mine}"] = getattr(engine, theirs)
+    state = {k: v.detach()[m].clone() for k, v in tensors.items()}
+    state["P"] = proj.detach().clone()
+    out.load_state_dict(state)
     return out

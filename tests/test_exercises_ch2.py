@@ -1,0 +1,214 @@
+"""Chapter 2's exercise checkers (attn_core.exercises.ch2): each accepts its reference, rejects
+the usual mistakes with their specific hint, reports a stub as not attempted, and raises on a
+wrong solution; and the notebook uses every checker in a stub and in a solution cell."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core.exercises import ch2 as ex
+from attn_core.theory import sen_curve
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_sen.ipynb"
+
+
+def _stub(*args):
+    raise NotImplementedError("fill me in")
+
+
+# --------------------------------------------------------------------------- 2.1 forward pass
+def _forward(x, emb, keys, q, U, axis=-1, score_table=None, pool=None, probs=False):
+    s = (keys if score_table is None else score_table)[x] @ q
+    p = torch.softmax(s, dim=axis)
+    v_bar = (p.unsqueeze(-1) * (emb if pool is None else pool)[x]).sum(1)
+    logits = v_bar @ U
+    return p, torch.softmax(logits, -1) if probs else logits
+
+
+def forward_ref(x, emb, keys, q, U):
+    return _forward(x, emb, keys, q, U)
+
+
+def forward_numpy(x, emb, keys, q, U):
+    x, emb, keys, q, U = (np.asarray(a) for a in (x, emb, keys, q, U))
+    s = keys[x] @ q
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return p, np.einsum("nl,nld->nd", p, emb[x]) @ U
+
+
+FORWARD_WRONG = {
+    "softmax over sentences": (lambda x, e, k, q, U: _forward(x, e, k, q, U, axis=0),
+                               "last axis"),
+    "scores from embeddings": (lambda x, e, k, q, U: _forward(x, e, k, q, U, score_table=e),
+                               "key"),
+    "pooled keys": (lambda x, e, k, q, U: _forward(x, e, k, q, U, pool=k), "not the keys"),
+    "probabilities": (lambda x, e, k, q, U: _forward(x, e, k, q, U, probs=True),
+                      "probabilities"),
+    "plain mean": (lambda x, e, k, q, U: (torch.softmax(k[x] @ q, -1), e[x].mean(1) @ U),
+                   "plain mean"),
+    "unnormalised": (lambda x, e, k, q, U: (torch.exp(k[x] @ q),
+                                            (torch.exp(k[x] @ q).unsqueeze(-1) * e[x]).sum(1)
+                                            @ U), "sum to 1"),
+    "one output": (lambda x, e, k, q, U: _forward(x, e, k, q, U)[1], "pair"),
+    "transposed p": (lambda x, e, k, q, U: (_forward(x, e, k, q, U)[0].T,
+                                            _forward(x, e, k, q, U)[1]), "shape"),
+}
+
+
+# --------------------------------------------------------------------------- 2.2 half attention
+def half_ref(m):
+    s = math.log(m)
+    return s, math.sqrt(2 * (s + (math.exp(s) - 1) / m))
+
+
+HALF_WRONG = {
+    "m + 1 competitors": (lambda m: (math.log(m + 1), 1.0), "competitors"),
+    "log2": (lambda m: (math.log2(m), 1.0), "natural logarithm"),
+    "sqrt(2s)": (lambda m: (math.log(m), math.sqrt(2 * math.log(m))), "naive"),
+    "no -1": (lambda m: (math.log(m), math.sqrt(2 * (math.log(m) + 1))), "(e^s − 1)/m"),
+    "squared": (lambda m: (math.log(m), half_ref(m)[1] ** 2), "square"),
+    "no factor 2": (lambda m: (math.log(m), half_ref(m)[1] / math.sqrt(2)), "factor 2"),
+    "one number": (lambda m: math.log(m), "pair"),
+    "attention not score": (lambda m: (1 / (1 + m), 1.0), "not an attention weight"),
+}
+
+
+# --------------------------------------------------------------------------- 2.3 what if
+def _score(v, m, bracket=lambda t, m: t + math.expm1(t) / m, target=lambda v: v * v / 2):
+    lo, hi = 0.0, max(target(v), 0.0)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if bracket(mid, m) < target(v) else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _share(s, m, extra=0):
+    return math.exp(s) / (math.exp(s) + m + extra)
+
+
+def attention_ref(v, m):
+    return _share(_score(v, m), m)
+
+
+def attention_interp(v, m):  # another correct method: interpolate Eq. 10 on a grid
+    grid = np.linspace(0, max(v * v / 2, 1e-12), 200_001)
+    s = float(np.interp(v, sen_curve(grid, m), grid))
+    return _share(s, m)
+
+
+ATTENTION_WRONG = {
+    "naive sqrt(2s)": (lambda v, m: _share(v * v / 2, m), "naive"),
+    "m + 1": (lambda v, m: _share(_score(v, m), m, extra=1), "competitors"),
+    "score": (lambda v, m: _score(v, m), "you return the score"),
+    "odds": (lambda v, m: math.exp(_score(v, m)) / m, "between 0 and 1"),
+    "no -1": (lambda v, m: _share(_score(v, m, bracket=lambda t, m: t + math.exp(t) / m), m),
+              "(e^s − 1)/m"),
+    "norm not squared": (lambda v, m: _share(_score(v, m, target=lambda v: v), m),
+                         "how ‖v‖ enters"),
+    "far off": (lambda v, m: 0.5, "is off"),
+}
+
+
+# --------------------------------------------------------------------------- 2.4 Theorem 1
+def theorem1_ref(s, v0, m):
+    return math.sqrt(v0 ** 2 + 2 * (s + math.expm1(s) / m))
+
+
+def _bracket(s, m):
+    return s + math.expm1(s) / m
+
+
+THEOREM1_WRONG = {
+    "Eq. 10 (math.sqrt)": (lambda s, v0, m: math.sqrt(2 * _bracket(s, m)), "did not start"),
+    "Eq. 10 (np.sqrt)": (lambda s, v0, m: np.sqrt(np.float64(2 * _bracket(s, m))),
+                         "did not start"),
+    "adds norms": (lambda s, v0, m: v0 + math.sqrt(max(2 * _bracket(s, m), 0)), "squares"),
+    "no -1/m": (lambda s, v0, m: math.sqrt(v0 ** 2 + 2 * (s + math.exp(s) / m)), "1/m"),
+    "no factor 2": (lambda s, v0, m: math.sqrt(v0 ** 2 + _bracket(s, m)), "factor 2"),
+    "squared": (lambda s, v0, m: v0 ** 2 + 2 * _bracket(s, m), "not its square"),
+    "far off": (lambda s, v0, m: 1.0, "is off"),
+}
+
+CASES = {
+    "check_attention_forward": (forward_ref, FORWARD_WRONG),
+    "check_half_attention": (half_ref, HALF_WRONG),
+    "check_attention_at_norm": (attention_ref, ATTENTION_WRONG),
+    "check_theorem1_norm": (theorem1_ref, THEOREM1_WRONG),
+}
+WRONG = [(name, label, fn, word) for name, (_, wrong) in CASES.items()
+         for label, (fn, word) in wrong.items()]
+
+
+def test_every_checker_has_cases():
+    defined = {n for n in vars(ex) if n.startswith("check_")}
+    assert defined == set(CASES)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_reference_passes(name, capsys):
+    result = getattr(ex, name)(CASES[name][0], solution=True)
+    assert bool(result) is True and result.status == "right"
+    assert capsys.readouterr().out.startswith("✓ Exercise 2.")
+
+
+@pytest.mark.parametrize("answer", [forward_numpy])
+def test_forward_accepts_numpy(answer):
+    assert ex.check_attention_forward(answer, solution=True)
+
+
+def test_what_if_accepts_another_method():
+    assert ex.check_attention_at_norm(attention_interp, solution=True)
+
+
+@pytest.mark.parametrize("name,label,fn,word", WRONG, ids=[f"{n}-{lab}" for n, lab, _, _ in WRONG])
+def test_wrong_answer_gets_its_hint(name, label, fn, word, capsys):
+    result = getattr(ex, name)(fn)
+    assert result.status == "wrong" and not result
+    assert word in result.message, result.message
+    assert capsys.readouterr().out.startswith("✗ Exercise 2.")
+
+
+@pytest.mark.parametrize("name,label,fn,word", WRONG, ids=[f"{n}-{lab}" for n, lab, _, _ in WRONG])
+def test_wrong_solution_raises(name, label, fn, word):
+    with pytest.raises(AssertionError, match="fails its checker"):
+        getattr(ex, name)(fn, solution=True)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_stub_is_not_attempted(name, capsys):
+    result = getattr(ex, name)(_stub)
+    assert result.status == "not attempted" and not result
+    assert capsys.readouterr().out.startswith("· Exercise 2.")
+
+
+def test_sen_score_inverts_the_curve():
+    s = np.array([0.0, 0.3, 2.0, 5.0])
+    for m in (1, 20):
+        np.testing.assert_allclose(ex.sen_score(sen_curve(s, m), m), s, atol=1e-9)
+    with pytest.raises(ValueError, match="norm"):
+        ex.sen_score(-1.0, 20)
+    with pytest.raises(ValueError, match="m"):
+        ex.sen_score(1.0, 0)
+    with pytest.raises(TypeError, match="m"):
+        ex.sen_score(1.0, 2.5)
+
+
+def test_every_checker_is_used_in_the_notebook():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    code = [("".join(c["source"]), c.get("metadata", {}).get("tags", []))
+            for c in cells if c["cell_type"] == "code"]
+    for name in CASES:
+        stub = [s for s, _ in code if re.search(rf"\bex\.{name}\(\w+\)", s)
+                and "raise NotImplementedError" in s]
+        sol = [s for s, tags in code if re.search(rf"\bex\.{name}\(\w+, solution=True\)", s)
+               and "hide-input" in tags]
+        assert stub, f"{name}: no stub cell calls it"
+        assert sol, f"{name}: no hide-input solution cell calls it with solution=True"

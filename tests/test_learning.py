@@ -1,0 +1,117 @@
+"""Every chapter is something to do, not only to watch (issue #15).
+
+For each chapter notebook:
+
+- at least three "Predict" boxes, each answered (``**Answer.**``) before the next one;
+- at least three exercises, of all three kinds (derivation, code, what if), each a heading, a
+  stub that raises ``NotImplementedError`` and calls its checker, and a solution cell collapsed
+  in the book (tag ``hide-input``) that calls the same checker with ``solution=True``;
+- every checker of the chapter's exercise module is used that way;
+- a ``## Summary`` at the end that points to the next chapter.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+PREDICT = ":::{admonition} Predict"
+EXERCISE = re.compile(r"^### Exercise (\d+)\.(\d+) — .+ \((derivation|code|what if), ≈ \d+ min\)",
+                      re.M)
+KINDS = {"derivation", "code", "what if"}
+CHECK_CALL = re.compile(r"\bex\.(check_\w+)\((\w+)(, solution=True)?\)")
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _src(cell: dict) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else s
+
+
+def _chapter(path: Path) -> int:
+    return int(path.name[:2])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_predict_boxes_are_answered(path):
+    md = [_src(c) for c in _cells(path) if c["cell_type"] == "markdown"]
+    boxes = [i for i, s in enumerate(md) if PREDICT in s]
+    assert len(boxes) >= 3, f"{path.name}: {len(boxes)} Predict boxes; at least 3 wanted"
+    for n, i in enumerate(boxes):
+        end = boxes[n + 1] if n + 1 < len(boxes) else len(md)
+        assert any(s.lstrip().startswith("**Answer.**") for s in md[i + 1:end]), (
+            f"{path.name}: Predict box {n + 1} ({md[i][len(PREDICT):][:60].strip()!r}) has "
+            f"no '**Answer.**' paragraph before the next box")
+
+
+def _exercises(path: Path) -> list[tuple[str, str, dict, dict]]:
+    """(heading match, kind, stub cell, solution cell) for every exercise heading."""
+    cells = _cells(path)
+    out = []
+    for i, c in enumerate(cells):
+        if c["cell_type"] != "markdown":
+            continue
+        m = EXERCISE.search(_src(c))
+        if not m:
+            continue
+        assert int(m.group(1)) == _chapter(path), (
+            f"{path.name}: exercise {m.group(0)!r} is numbered for another chapter")
+        code = [d for d in cells[i + 1:i + 4] if d["cell_type"] == "code"][:2]
+        assert len(code) == 2, f"{path.name}: {m.group(0)!r} needs a stub and a solution cell"
+        out.append((m.group(0), m.group(3), code[0], code[1]))
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercises_have_stub_checker_and_checked_solution(path):
+    exercises = _exercises(path)
+    assert len(exercises) >= 3, f"{path.name}: {len(exercises)} exercises; at least 3 wanted"
+    kinds = {kind for _, kind, _, _ in exercises}
+    assert kinds == KINDS, f"{path.name}: exercise kinds {sorted(kinds)}; want all of {KINDS}"
+    for title, _, stub, sol in exercises:
+        s, t = _src(stub), _src(sol)
+        assert "raise NotImplementedError" in s, f"{path.name}: {title}: the stub must raise"
+        stub_calls = [m for m in CHECK_CALL.finditer(s) if not m.group(3)]
+        sol_calls = [m for m in CHECK_CALL.finditer(t) if m.group(3)]
+        assert stub_calls, f"{path.name}: {title}: the stub cell must call its checker"
+        assert sol_calls, (f"{path.name}: {title}: the solution cell must call the checker "
+                           f"with solution=True")
+        assert stub_calls[0].group(1) == sol_calls[0].group(1), (
+            f"{path.name}: {title}: stub and solution call different checkers")
+        assert stub_calls[0].group(2) != sol_calls[0].group(2), (
+            f"{path.name}: {title}: the solution must have its own name, so that running it "
+            f"never overwrites the reader's answer")
+        assert "hide-input" in sol.get("metadata", {}).get("tags", []), (
+            f"{path.name}: {title}: the solution cell must be collapsed (tag hide-input)")
+        assert "NotImplementedError" not in t, f"{path.name}: {title}: the solution is a stub"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_checker_of_the_chapter_is_used(path):
+    from attn_core.exercises import CHECKERS  # noqa: F401 (filled on import of the modules)
+
+    mod = importlib.import_module(f"attn_core.exercises.ch{_chapter(path)}")
+    checkers = {n for n, f in vars(mod).items()
+                if n.startswith("check_") and callable(f) and hasattr(f, "title")}
+    assert checkers, f"attn_core.exercises.ch{_chapter(path)} defines no checkers"
+    used = {m.group(1) for _, _, _, sol in _exercises(path)
+            for m in CHECK_CALL.finditer(_src(sol)) if m.group(3)}
+    assert checkers <= used, f"{path.name}: checkers never used in an exercise: " \
+                             f"{sorted(checkers - used)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_ends_with_a_summary(path):
+    md = [_src(c) for c in _cells(path) if c["cell_type"] == "markdown"]
+    summary = [s for s in md if s.lstrip().startswith("## Summary")]
+    assert summary, f"{path.name}: no '## Summary' section"
+    assert "Next" in summary[-1], f"{path.name}: the summary must say what comes next"
