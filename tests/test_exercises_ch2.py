@@ -195,9 +195,9 @@ def test_sen_score_inverts_the_curve():
         np.testing.assert_allclose(ex.sen_score(sen_curve(s, m), m), s, atol=1e-9)
     with pytest.raises(ValueError, match="norm"):
         ex.sen_score(-1.0, 20)
-    with pytest.raises(ValueError, match="m"):
+    with pytest.raises(ValueError, match=r"m \(non-topic words per sentence\) must be >= 1"):
         ex.sen_score(1.0, 0)
-    with pytest.raises(TypeError, match="m"):
+    with pytest.raises(TypeError, match="m must be an int >= 1"):
         ex.sen_score(1.0, 2.5)
 
 

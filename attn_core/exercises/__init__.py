@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Wrong", "Result", "checker", "expect_close", "expect_shape", "as_array", "matches",
-           "CHECKERS"]
+__all__ = ["Wrong", "Result", "checker", "expect_close", "expect_shape", "expect_number",
+           "expect_pair", "as_array", "matches", "first_mistake", "CHECKERS"]
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"
 _MARK = {RIGHT: "✓", WRONG: "✗", NOT_ATTEMPTED: "·"}
@@ -158,12 +158,48 @@ def expect_close(got, want, what: str, hint: str = "", rtol: float = 1e-6,
                     + (f" -- {hint}" if hint else ""))
 
 
-def matches(got, want, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+def expect_number(x, what: str, finite: bool = False) -> float:
+    """``x`` (a float, 0-d array or one-element tensor) as one float; :class:`Wrong` if it is
+    not one number, or, with ``finite=True``, if it is NaN or infinite."""
+    arr = as_array(x, what)
+    if arr.size != 1:
+        raise Wrong(f"{what} should be one number; got an array of shape {arr.shape}")
+    value = float(arr.reshape(()))
+    if finite and not np.isfinite(value):
+        raise Wrong(f"{what} is {value}: a square root of a negative number, or an overflow?")
+    return value
+
+
+def expect_pair(out, what: str, names: str = "(c, alpha)") -> tuple:
+    """The two parts of a function's pair result; :class:`Wrong` if it returned anything else."""
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Wrong(f"{what} should return the pair {names}")
+    return out[0], out[1]
+
+
+def matches(got, want, rtol: float = 1e-5, atol: float = 1e-8,
+            nan_equal: bool = False) -> bool:
     """Whether ``got`` equals a (typically wrong-variant) ``want``: used to recognise a usual
-    mistake and give its specific hint."""
+    mistake and give its specific hint. With ``nan_equal=True`` NaN in the same places count
+    as equal (wrong variants that take a square root or a log of a negative number)."""
     try:
         arr = np.asarray(got.detach().cpu() if hasattr(got, "detach") else got, dtype=np.float64)
     except (TypeError, ValueError):
         return False
     want = np.asarray(want, dtype=np.float64)
-    return arr.shape == want.shape and bool(np.allclose(arr, want, rtol=rtol, atol=atol))
+    if arr.shape != want.shape:
+        return False
+    if nan_equal:
+        if not np.array_equal(np.isnan(arr), np.isnan(want)):
+            return False
+        ok = ~np.isnan(want)
+        arr, want = arr[ok], want[ok]
+    return bool(np.allclose(arr, want, rtol=rtol, atol=atol))
+
+
+def first_mistake(got, variants, rtol: float = 1e-6, atol: float = 1e-9) -> None:
+    """Raise :class:`Wrong` with the hint of the first usual mistake that ``got`` equals
+    (:func:`matches`); ``variants`` is a dict ``{hint: value}`` or ``(hint, value)`` pairs."""
+    for hint, bad in (variants.items() if isinstance(variants, dict) else variants):
+        if matches(got, bad, rtol=rtol, atol=atol):
+            raise Wrong(hint)

@@ -24,7 +24,8 @@ import torch
 
 from .. import theory
 from ..models import AttentionClassifier
-from . import Wrong, as_array, checker, expect_close, expect_shape, matches
+from . import (Wrong, checker, expect_close, expect_number, expect_shape,
+               matches)
 
 __all__ = ["check_time_to_one", "check_lowest_attention", "check_descent_step",
            "check_classifier_head"]
@@ -32,23 +33,6 @@ __all__ = ["check_time_to_one", "check_lowest_attention", "check_descent_step",
 _R = math.sqrt(2.0)
 
 
-def _same(got, want, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
-    """:func:`matches`, with NaN in the same places counting as equal (wrong variants that
-    take a square root or a log of a negative number)."""
-    want = np.asarray(want, dtype=np.float64)
-    got = np.asarray(got, dtype=np.float64)
-    if got.shape != want.shape or not np.array_equal(np.isnan(got), np.isnan(want)):
-        return False
-    ok = ~np.isnan(want)
-    return matches(got[ok], want[ok], rtol, atol)
-
-
-def _scalar(x, what: str) -> float:
-    """One number from the reader's function (a float, 0-d array or one-element tensor)."""
-    arr = as_array(x, what)
-    if arr.size != 1:
-        raise Wrong(f"{what} should be one number; got an array of shape {arr.shape}")
-    return float(arr.reshape(()))
 
 
 # ------------------------------------------------------------------ Exercise 1.1 (derivation)
@@ -92,24 +76,25 @@ def _time_variants(p0: float, d0: float) -> dict[str, float]:
 @checker("Exercise 1.1: when p reaches 1")
 def check_time_to_one(time_to_one):
     """``time_to_one(p0, delta0)``: the training time τ at which p first reaches 1."""
-    got = np.array([_scalar(time_to_one(p0, d0), f"time_to_one({p0}, {d0})")
+    got = np.array([expect_number(time_to_one(p0, d0), f"time_to_one({p0}, {d0})")
                     for p0, d0 in TIME_CASES])
     want = np.array([_time_to_one_reference(p0, d0) for p0, d0 in TIME_CASES])
     variants = {k: np.array([_time_variants(p0, d0)[k] for p0, d0 in TIME_CASES])
                 for k in _time_variants(0.5, 0.0)}
-    if _same(got, variants["constant"]):
+    if matches(got, variants["constant"], nan_equal=True):
         raise Wrong("your time does not depend on p0 (or Δ0): the 2 in arccosh(2) comes from "
                     "p0 = ½ -- redo the uniform-start solution with a general p0")
-    if _same(got, variants["ignores_delta"]):
+    if matches(got, variants["ignores_delta"], nan_equal=True):
         raise Wrong("right for Δ0 = 0, but not for Δ0 > 0: a head start in Δ should make p "
                     "reach 1 sooner -- keep the sinh term of p(τ)")
-    if _same(got, variants["sinh_coef"]):
+    if matches(got, variants["sinh_coef"], nan_equal=True):
         raise Wrong("check the coefficient of sinh(√2τ) in p(τ): at τ = 0 the slope ṗ must "
                     "equal Δ0")
-    if _same(got, variants["small_root"]):
+    if matches(got, variants["small_root"], nan_equal=True):
         raise Wrong("you took the other root of the quadratic in x = e^{√2τ}: at τ = 0, x = 1 "
                     "and p = p0 < 1, so the crossing you want has x > 1")
-    if _same(got, variants["no_rate"]) or _same(got, variants["rate_twice"]):
+    if (matches(got, variants["no_rate"], nan_equal=True)
+            or matches(got, variants["rate_twice"], nan_equal=True)):
         raise Wrong("your times are off by a factor √2: from p̈ = 2p the exponentials are "
                     "e^{±√2τ} -- did you drop or double the √2 when solving for τ?")
     for (p0, d0), g in zip(TIME_CASES, got):
@@ -146,20 +131,20 @@ def _lowest_reference(gap: float, p0: float) -> float:
 @checker("Exercise 1.2: how low p dips from a slightly backwards start")
 def check_lowest_attention(lowest_attention):
     """``lowest_attention(gap, p0)``: the lowest p along the flow, for gap < √2·p0."""
-    got = np.array([_scalar(lowest_attention(g, p0), f"lowest_attention({g}, {p0})")
+    got = np.array([expect_number(lowest_attention(g, p0), f"lowest_attention({g}, {p0})")
                     for g, p0 in LOWEST_CASES])
     want = np.array([_lowest_reference(g, p0) for g, p0 in LOWEST_CASES])
     gaps, p0s = np.array(LOWEST_CASES).T
     with np.errstate(invalid="ignore"):
         no_half = np.sqrt(p0s ** 2 - gaps ** 2)
         everywhere = np.sqrt(p0s ** 2 - gaps ** 2 / 2)
-    if _same(got, p0s):
+    if matches(got, p0s, nan_equal=True):
         raise Wrong("with a backwards start (gap > 0) ṗ(0) = Δ0 = -gap < 0: p dips below p0 "
                     "before it recovers")
     defined = (gaps > 0) & np.isfinite(no_half)  # where √(p0² - gap²) is a number at all
     if matches(got[defined], no_half[defined]):
         raise Wrong("close, but check the factor in front of gap²: work out 4AB from A and B")
-    if _same(got, everywhere):
+    if matches(got, everywhere, nan_equal=True):
         raise Wrong("for gap <= 0 (β1 >= β0) the slope ṗ(0) = Δ0 = -gap is >= 0 and Δ only "
                     "grows: does p ever fall below p0 there?")
     for (g, p0), x, w in zip(LOWEST_CASES, got, want):

@@ -22,7 +22,8 @@ import torch
 
 from ..models import TopicAttention
 from ..theory import sen_curve, sen_theorem1
-from . import Wrong, as_array, checker, expect_close, expect_shape, matches
+from . import (Wrong, checker, expect_close, expect_number, expect_shape,
+               matches)
 
 __all__ = ["check_attention_forward", "check_half_attention", "check_attention_at_norm",
            "check_theorem1_norm", "sen_score"]
@@ -43,15 +44,6 @@ def sen_score(norm, m: int) -> np.ndarray:
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return (lo + hi) / 2
 
-
-def _number(x, what: str) -> float:
-    arr = as_array(x, what)
-    if arr.size != 1:
-        raise Wrong(f"{what} should be one number; got an array of shape {arr.shape}")
-    value = float(arr.reshape(()))
-    if not math.isfinite(value):
-        raise Wrong(f"{what} is {value}: a square root of a negative number, or an overflow?")
-    return value
 
 
 # --------------------------------------------------------------------------- 2.1 (code)
@@ -136,7 +128,8 @@ def check_half_attention(half_attention):
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise Wrong(f"half_attention({m}) should return a pair (s, v): the score and the "
                         f"norm")
-        s, v = _number(got[0], f"s for m = {m}"), _number(got[1], f"v for m = {m}")
+        s = expect_number(got[0], f"s for m = {m}", finite=True)
+        v = expect_number(got[1], f"v for m = {m}", finite=True)
         s_ref, v_ref = _half_attention(m)
         if not math.isclose(s, s_ref, rel_tol=1e-6, abs_tol=1e-9):
             if m > 1 and math.isclose(s, math.log(m + 1), rel_tol=1e-6):
@@ -180,7 +173,8 @@ _LENGTHS = (1, 5, 20, 40)
 def check_attention_at_norm(attention_at_norm):
     """``attention_at_norm(v, m)`` -> the attention on a topic word of SEN norm ``v`` in a
     sentence of ``m`` non-topic words (their scores 0), by Eq. 10."""
-    got = np.array([[_number(attention_at_norm(v, m), f"attention_at_norm({v}, {m})")
+    got = np.array([[expect_number(attention_at_norm(v, m), f"attention_at_norm({v}, {m})",
+                                   finite=True)
                      for m in _LENGTHS] for v in _NORMS])
     V, M = np.meshgrid(np.array(_NORMS), np.array(_LENGTHS), indexing="ij")
     s = np.array([[float(sen_score(v, m)) for m in _LENGTHS] for v in _NORMS])
@@ -251,7 +245,7 @@ def check_theorem1_norm(theorem1_norm):
                             + _NOT_FROM_ZERO) from None
             raise
         try:
-            v = _number(got, f"theorem1_norm({s}, {v0}, {m})")
+            v = expect_number(got, f"theorem1_norm({s}, {v0}, {m})", finite=True)
         except Wrong:
             if s < 0 < v0:
                 raise Wrong(f"NaN for s = {s}, ‖v₀‖ = {v0}: " + _NOT_FROM_ZERO) from None

@@ -25,7 +25,8 @@ from .. import theory
 from ..data import encode_corpus
 from ..metrics import alignment_accuracy
 from ..models import BagOfWordsProxy
-from . import Wrong, as_array, checker, expect_close, expect_shape, matches
+from . import (Wrong, as_array, checker, expect_close, expect_number, expect_shape,
+               first_mistake, matches)
 
 __all__ = ["check_first_step", "check_count_table_by_hand", "check_em_step",
            "check_one_step_recovery", "TINY_CORPUS", "ZIPF_EXPONENTS"]
@@ -41,20 +42,6 @@ TINY_CORPUS = (
 )
 _ROWS, _COLS = "das, Haus, Buch, ein, im", "the, house, book, a, in"
 
-
-def _number(x, what: str) -> float:
-    arr = as_array(x, what)
-    if arr.size != 1:
-        raise Wrong(f"{what} should be one number; got an array of shape {arr.shape}")
-    return float(arr.reshape(()))
-
-
-def _raise_first_match(got, variants, rtol: float = 1e-6, atol: float = 1e-9) -> None:
-    """Raise Wrong(hint) for the first usual mistake that ``got`` equals; ``variants`` is a
-    dict ``{hint: value}`` or a list of ``(hint, value)`` pairs."""
-    for hint, bad in (variants.items() if isinstance(variants, dict) else variants):
-        if matches(got, bad, rtol=rtol, atol=atol):
-            raise Wrong(hint)
 
 
 # --------------------------------------------------------------------------- 3.1 (derivation)
@@ -113,7 +100,7 @@ def check_first_step(first_step):
         want = _proxy_velocity(src, tgt, n_in, n_out)
         if matches(got, want, rtol=1e-6, atol=1e-9):
             continue
-        _raise_first_match(got, _first_step_mistakes(C))
+        first_mistake(got, _first_step_mistakes(C))
         expect_close(got, want, f"the velocity (corpus of {M} pairs, L = {L}, T = {T})",
                      "differentiate −Σ_m Σ_t log softmax(z^m)_{y_t} with z^m = (1/L) Σ_l "
                      "θ_{x_l}, at θ = 0 where the softmax is uniform")
@@ -166,7 +153,7 @@ def check_count_table_by_hand(count_table_by_hand):
     _, C = _tiny()
     if matches(got, C):
         return
-    _raise_first_match(got, _count_table_mistakes())
+    first_mistake(got, _count_table_mistakes())
     expect_close(got, C, "your table", "go through the pairs one by one: each adds 1/L to "
                  "C[i, o] for every source word i and every output word o it holds")
 
@@ -308,12 +295,12 @@ def check_one_step_recovery(one_step_recovery):
     """``one_step_recovery(zipf)`` -> the fraction of the source words whose one-step row
     argmax ``argmax_o Trans(o | i)`` is their true translation, for the chapter's corpus with
     Zipf exponent ``zipf``."""
-    got = [_number(one_step_recovery(z), f"one_step_recovery({z})") for z in ZIPF_EXPONENTS]
+    got = [expect_number(one_step_recovery(z), f"one_step_recovery({z})") for z in ZIPF_EXPONENTS]
     ref = [_zipf_readings(z) for z in ZIPF_EXPONENTS]
     want = [r["right"] for r in ref]
     if matches(got, want, rtol=0, atol=1e-9):
         return
-    _raise_first_match(got, {
+    first_mistake(got, {
         "that is the position-by-position reading (argmax over the source positions of each "
         "output word); the question is row by row: is argmax_o Trans(o | i) the true "
         "translation of i?": [r["positions"] for r in ref],

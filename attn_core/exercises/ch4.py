@@ -26,18 +26,12 @@ import torch
 
 from ..chapters.ch4_copy import LuongSeq2Seq, no_attention_accuracy
 from ..theory import count_table
-from . import Wrong, as_array, checker, expect_close, expect_shape, matches
+from . import (Wrong, checker, expect_close, expect_number, expect_pair,
+               expect_shape, matches)
 
 __all__ = ["check_luong_attention", "check_guessing_level", "check_scaled_counts",
            "check_centred_table"]
 
-
-def _scalar(x, what: str) -> float:
-    """One number from the reader's function (a float, 0-d array or one-element tensor)."""
-    arr = as_array(x, what)
-    if arr.size != 1:
-        raise Wrong(f"{what} should be one number; got an array of shape {arr.shape}")
-    return float(arr.reshape(()))
 
 
 # --------------------------------------------------------------------- Exercise 4.1 (code)
@@ -116,11 +110,6 @@ _CONTEXT_HINTS = {
 }
 
 
-def _pair(out, what: str) -> tuple:
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise Wrong(f"{what} should return the pair (c, alpha)")
-    return out[0], out[1]
-
 
 @checker("Exercise 4.1: the Luong attention step")
 def check_luong_attention(luong_attention):
@@ -128,7 +117,7 @@ def check_luong_attention(luong_attention):
     for s, h, W, a, P, b in _attention_cases():
         (B, T, H), L = s.shape, h.shape[1]
         out = luong_attention(*(t.clone() for t in (s, h, W, a, P, b)))
-        c_got, a_got = _pair(out, "luong_attention")
+        c_got, a_got = expect_pair(out, "luong_attention")
         a_got = expect_shape(a_got, (B, T, L), "alpha",
                              "one weight per batch item b, output step t and source position "
                              "l: (B, T, L)")
@@ -198,7 +187,7 @@ def check_guessing_level(guessing_level):
     """``guessing_level(L, eos)``: the mean over output steps of the chance to be right when
     guessing uniformly among the input's words not written yet."""
     for eos in (False, True):
-        got = np.array([_scalar(guessing_level(L, eos), f"guessing_level({L}, eos={eos})")
+        got = np.array([expect_number(guessing_level(L, eos), f"guessing_level({L}, eos={eos})")
                         for L in GUESS_LENGTHS])
         want = np.array([no_attention_accuracy(L, eos) for L in GUESS_LENGTHS])
         if not np.all(np.isfinite(got)):

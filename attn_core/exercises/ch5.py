@@ -21,17 +21,12 @@ import torch
 
 from ..chapters.ch5_multihead import MultiHeadLuong
 from ..metrics import classify_heads
-from . import Wrong, as_array, checker, expect_close, expect_shape, matches
+from . import Wrong, as_array, checker, expect_close, expect_pair, expect_shape, matches
 
 __all__ = ["check_multihead_attention", "check_head_labels", "check_heads_needed"]
 
 _LABELS = ("good", "bad", "inconsistent")
 
-
-def _pair(out, what: str) -> tuple:
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise Wrong(f"{what} should return the pair (c, alpha)")
-    return out[0], out[1]
 
 
 # --------------------------------------------------------------------- Exercise 5.1 (code)
@@ -113,7 +108,7 @@ def check_multihead_attention(multihead_attention):
         K, H = W.shape[0], W.shape[1]
         (B, T, _), L = s.shape, h.shape[1]
         out = multihead_attention(s.clone(), h.clone(), W.clone(), P.clone(), reduce)
-        c_got, a_got = _pair(out, "multihead_attention")
+        c_got, a_got = expect_pair(out, "multihead_attention")
         a_got = expect_shape(a_got, (K, B, T, L), "alpha",
                              "one weight per head k, batch item b, output step t and source "
                              "position l: (K, B, T, L)")

@@ -1,0 +1,74 @@
+"""The checker framework (attn_core.exercises): the helpers every chapter's checkers share."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core.exercises import (Wrong, checker, expect_number, expect_pair, first_mistake,
+                                 matches)
+
+
+def test_expect_number_takes_one_number_in_any_form():
+    assert expect_number(2, "x") == 2.0
+    assert expect_number(np.array(0.5), "x") == 0.5
+    assert expect_number(torch.tensor([1.5]), "x") == 1.5
+    assert np.isnan(expect_number(float("nan"), "x"))
+    with pytest.raises(Wrong, match=r"x should be one number; got an array of shape \(2,\)"):
+        expect_number([1.0, 2.0], "x")
+    with pytest.raises(Wrong, match="x is nan: a square root of a negative number"):
+        expect_number(float("nan"), "x", finite=True)
+    with pytest.raises(Wrong, match="x should be a number or an array of numbers"):
+        expect_number("one", "x")
+
+
+def test_expect_pair_splits_a_pair_and_names_it():
+    assert expect_pair((1, 2), "f") == (1, 2)
+    assert expect_pair([1, 2], "f") == (1, 2)
+    with pytest.raises(Wrong, match=r"f should return the pair \(c, alpha\)"):
+        expect_pair((1, 2, 3), "f")
+    with pytest.raises(Wrong, match=r"f should return the pair \(p, logits\)"):
+        expect_pair(np.zeros(2), "f", names="(p, logits)")
+
+
+def test_matches_and_nan_in_the_same_places():
+    a = np.array([1.0, np.nan, 3.0])
+    assert not matches(a, a)                      # NaN never equals NaN ...
+    assert matches(a, a, nan_equal=True)          # ... unless asked, in the same places
+    assert not matches(a, [np.nan, 1.0, 3.0], nan_equal=True)
+    assert not matches(a, [1.0, np.nan, 3.1], nan_equal=True)
+    assert not matches([1.0, 2.0], [1.0, 2.0, 3.0])
+    assert matches(torch.tensor([1.0, 2.0]), [1.0, 2.0])
+    assert not matches("abc", [1.0])
+
+
+def test_first_mistake_raises_the_first_matching_hint():
+    variants = {"transposed?": np.array([[1, 3], [2, 4]]), "doubled?": np.array([[2, 4], [6, 8]])}
+    first_mistake(np.array([[1, 2], [3, 4]]), variants)  # right: nothing raised
+    with pytest.raises(Wrong, match=r"^doubled\?$"):
+        first_mistake(np.array([[2, 4], [6, 8]]), variants)
+    with pytest.raises(Wrong, match=r"^transposed\?$"):
+        first_mistake(np.array([[1, 3], [2, 4]]), list(variants.items()))
+
+
+def test_checker_prints_and_raises_only_for_solutions(capsys):
+    @checker("Exercise 0.1: twice")
+    def check_twice(f):
+        if f(2) != 4:
+            raise Wrong("multiply by two")
+
+    def stub(x):
+        raise NotImplementedError
+
+    assert check_twice(lambda x: 2 * x)
+    assert check_twice(stub).status == "not attempted"
+    assert check_twice(lambda x: x).status == "wrong"
+    assert capsys.readouterr().out.splitlines() == [
+        "✓ Exercise 0.1: twice",
+        "· Exercise 0.1: twice: not attempted yet -- fill in the stub and run the cell again",
+        "✗ Exercise 0.1: twice: multiply by two"]
+    with pytest.raises(AssertionError, match="the solution of 'Exercise 0.1: twice' fails"):
+        check_twice(lambda x: x, solution=True)
+    with pytest.raises(TypeError, match="answer must be the exercise's function"):
+        check_twice(4)
