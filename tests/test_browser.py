@@ -44,6 +44,8 @@ SHOTS = ROOT / "_build" / "screenshots"
 CHAPTER1 = "notebooks/01_gated_classifier.html"
 CHAPTER5 = "notebooks/05_multihead.html"
 INTRO = "book/intro.html"
+CHAPTERS = ["notebooks/01_gated_classifier.html", "notebooks/02_sen.html",
+            "notebooks/03_ibm1.html", "notebooks/04_permutation_copy.html", CHAPTER5]
 PAGE_LOAD_TIMEOUT = 60.0
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 ALLOWED_SCHEMES = ("data:", "blob:", "about:")
@@ -83,6 +85,9 @@ class CDP:
         self.ws = websocket.create_connection(ws_url, timeout=PAGE_LOAD_TIMEOUT, suppress_origin=True)
         self.next_id = 0
         self.events: list[dict] = []
+        #: The URL of the page as loaded and not changed since (None after a test moved a
+        #: slider, opened a dropdown, ...): :func:`_visit` reuses it instead of reloading.
+        self.clean_url: str | None = None
 
     def close(self) -> None:
         self.ws.close()
@@ -146,6 +151,7 @@ class CDP:
 
     def goto(self, url: str) -> None:
         self.events.clear()
+        self.clean_url = None
         self.call("Page.navigate", url=url)
         deadline = time.monotonic() + PAGE_LOAD_TIMEOUT
         while time.monotonic() < deadline:
@@ -277,12 +283,31 @@ _VISITS: dict[str, list[dict]] = {}
 
 
 def _visit(browser: CDP, server: str, page: str) -> None:
+    """Load ``page``, or keep it when it is loaded already and no test has changed it
+    (a chapter page takes ~4 s to load and typeset; each is loaded about once)."""
+    if browser.clean_url == server + page:
+        return
     browser.goto(server + page)
     # MathJax typesets asynchronously after load; widgets render after require.js resolves.
     browser.wait_for(
         "document.querySelectorAll('mjx-container').length > 0",
         what=f"MathJax output on {page}",
     )
+    browser.clean_url = server + page
+
+
+def _changed(browser: CDP) -> None:
+    """This test changed the page (moved a slider, opened a dropdown): the next visit
+    reloads it."""
+    browser.clean_url = None
+
+
+@pytest.fixture(scope="module", params=CHAPTERS, ids=lambda p: p.split("/")[-1][:2])
+def chapter(request, browser, server) -> str:
+    """A chapter page, loaded; module-scoped, so pytest runs every test of one chapter
+    before the next chapter's (one page load each, where no test changes the page)."""
+    _visit(browser, server, request.param)
+    return request.param
 
 
 def _record(browser: CDP, page: str) -> None:
@@ -389,6 +414,7 @@ def test_chapter1_slider_changes_the_image(browser, server):
     browser.pump(0.3)
     browser.screenshot(SHOTS / "chapter1_after.png")
     _record(browser, CHAPTER1)
+    _changed(browser)
 
 
 _SLIDER_OVERFLOW_JS = """
@@ -421,8 +447,6 @@ def test_wide_slider_figures_fit_the_column(browser, server):
     _record(browser, CHAPTER5)
 
 
-CHAPTERS = ["notebooks/01_gated_classifier.html", "notebooks/02_sen.html",
-            "notebooks/03_ibm1.html", "notebooks/04_permutation_copy.html", CHAPTER5]
 
 # The claims cell's HTML table: its caption, failed cells, and its width against its box.
 _CLAIMS_JS = r"""
@@ -441,11 +465,10 @@ _CLAIMS_JS = r"""
 """
 
 
-@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.split("/")[-1][:2])
-def test_claims_table_is_shown_whole(browser, server, page):
+def test_claims_table_is_shown_whole(browser, chapter):
     """Every chapter ends on its claims table: shown as a table, every claim held, and no
     wider than the column (no horizontal scrollbar). Screenshot in _build/screenshots/."""
-    _visit(browser, server, page)
+    page = chapter
     claims = browser.wait_for(_CLAIMS_JS, what=f"the claims table on {page}")
     n = claims["ok"]
     assert n > 0 and claims["failed"] == 0, claims
@@ -473,11 +496,10 @@ _EXERCISES_JS = """
 """
 
 
-@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.split("/")[-1][:2])
-def test_exercise_solutions_are_folded_and_checked(browser, server, page):
+def test_exercise_solutions_are_folded_and_checked(browser, chapter):
     """Every exercise's solution is folded away (a closed dropdown) and its checker's ✓ shows
     below it. Screenshots of the first solution closed and open in _build/screenshots/."""
-    _visit(browser, server, page)
+    page = chapter
     ex = browser.evaluate(_EXERCISES_JS)
     assert ex["n"] >= 3, f"{page}: {ex['n']} folded solution cells; at least 3 wanted"
     assert ex["folded"] == ex["n"], f"{page}: solutions not folded: {ex}"
@@ -494,6 +516,7 @@ def test_exercise_solutions_are_folded_and_checked(browser, server, page):
     browser.pump(0.3)
     browser.screenshot(SHOTS / f"exercise_{name}_open.png")
     _record(browser, page)
+    _changed(browser)
 
 
 def test_no_request_leaves_the_machine(browser, server):

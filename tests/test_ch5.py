@@ -1,5 +1,7 @@
 """Chapter 5 pieces: per-head seeds, head classification, combinations, bad arguments."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -144,10 +146,24 @@ def test_verdict_repeat_bad_arguments(kwargs, match):
     (dict(data_seeds=()), ValueError, "data_seeds"),
     (dict(head_reduce="max"), ValueError, "head_reduce"),
     (dict(copy="gru"), TypeError, "RescueConfig.copy must be a CopyConfig"),
+    (dict(control_steps=0), ValueError, r"RescueConfig.control_steps must be an int >= 1"),
+    (dict(control_steps=2.5), TypeError, r"RescueConfig.control_steps must be an int"),
 ])
 def test_rescue_config_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         RescueConfig(**kwargs)
+
+
+def test_control_runs_take_their_own_step_budget():
+    cfg = RescueConfig()
+    assert cfg.control_steps is None and cfg.control_copy().steps == cfg.copy.steps
+    ctrl = RescueConfig(control_steps=160).control_copy()
+    assert ctrl.steps == 160 and ctrl.distribution == "distinct"
+    assert ctrl.vocab == int(1.5 * cfg.copy.length)
+    assert replace(ctrl, steps=cfg.copy.steps, distribution="permutation",
+                   vocab=None) == cfg.copy  # nothing else changed
+    from attn_core.chapters import ch5_multihead as ch
+    assert ch.RESCUE.fast.control_copy().steps == 160
 
 
 def test_rescue_config_run_uses_its_head_model():
