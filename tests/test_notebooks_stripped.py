@@ -1,7 +1,8 @@
 """Notebooks are committed clean, fit the book's column, and open on Colab ready to run.
 
 - no outputs and no execution counts (run ``bash scripts/strip_notebooks.sh``);
-- the first cell carries an "Open in Colab" link to this very notebook on GitHub;
+- the first cell carries an "Open in Colab" link to this very notebook on GitHub (generated
+  from ``_config.yml`` and checked by ``tests/test_repository_url.py``);
 - the first code cell installs the book's code only when running on Colab
   (``"google.colab" in sys.modules``) and never pins torch, so Colab's own GPU build stays.
 """
@@ -16,7 +17,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-COLAB = "https://colab.research.google.com/github/how-attention-learns/how-attention-learns/blob/main/notebooks/{name}.ipynb"
 
 
 def _load(path: Path) -> dict:
@@ -45,14 +45,6 @@ def test_notebook_is_stripped(path):
         "run `bash scripts/strip_notebooks.sh`"
     )
     assert "widgets" not in nb.get("metadata", {}), f"{path.name}: saved widget state; strip it"
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_first_cell_has_colab_link(path):
-    nb = _load(path)
-    assert nb["cells"], f"{path.name} is empty"
-    url = COLAB.format(name=path.stem)
-    assert url in _source(nb["cells"][0]), f"{path.name}: the first cell must link to {url}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

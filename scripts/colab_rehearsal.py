@@ -1,0 +1,201 @@
+"""Rehearse a reader's Colab session without Colab: install the book the way a chapter's
+first cell does, into a fresh environment that already has torch, then run the chapter.
+
+    python scripts/colab_rehearsal.py                      # chapter 1 (the shortest)
+    python scripts/colab_rehearsal.py 04_permutation_copy  # any chapters, by notebook name
+    python scripts/colab_rehearsal.py all                  # every chapter (~10 min here)
+
+What it does, in a temporary folder outside the repository:
+
+1. A fresh virtual environment that has, like Colab, torch and the scientific stack already
+   installed -- the packages of this checkout's ``.venv``, made visible through a ``.pth``
+   file, with ``attn_core`` itself left out -- and nothing of the book.
+2. Each chapter runs with nbclient in a kernel of that environment, from the temporary folder,
+   in fast mode, with ``ATTN_INSTALL_URL=git+file://<checkout>@<HEAD commit>``: its first
+   cell (the install cell, unchanged) pip-installs ``attn_core`` from the committed HEAD,
+   as it would from GitHub on Colab. Uncommitted changes are not part of the rehearsal.
+3. It checks that the install left torch alone (same version, same files, no copy in the new
+   environment), that ``attn_core`` was imported from the new environment (not from the
+   checkout), and that the chapter ran to its claims table with every claim holding (the
+   claims cell raises otherwise).
+
+Exit status 0 when every chapter passed. ``tests/test_colab_rehearsal.py`` runs chapter 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CHAPTER = "01_gated_classifier"
+KERNEL = "attn-colab-rehearsal"
+#: Left out of the "preinstalled" packages: the book's own code (an editable install).
+_OWN = ("attn_core", "__editable__", "_attn_core", "attn-core")
+
+_PROBE = """\
+import json, sys
+import importlib.metadata as md
+import torch
+print(json.dumps({"version": torch.__version__, "file": torch.__file__,
+                  "dist": str(md.distribution("torch")._path)}))
+"""
+
+_FINAL_CELL = """\
+import json, attn_core, torch
+print("REHEARSAL " + json.dumps({"attn_core": attn_core.__file__,
+                                 "torch": torch.__version__, "torch_file": torch.__file__}))
+"""
+
+_EXECUTE = """\
+import json, sys
+import nbformat
+from nbclient import NotebookClient
+nb_path, out_path, kernel, cwd = sys.argv[1:5]
+nb = nbformat.read(nb_path, as_version=4)
+nb.cells.append(nbformat.v4.new_code_cell(sys.stdin.read()))
+client = NotebookClient(nb, kernel_name=kernel, timeout=1200,
+                        resources={"metadata": {"path": cwd}})
+try:
+    client.execute()
+finally:
+    nbformat.write(nb, out_path)
+"""
+
+
+def _run(cmd, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n"
+                           f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+def _site_packages(python: Path) -> Path:
+    return Path(_run([str(python), "-c", "import sysconfig; "
+                      "print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+
+
+def head_commit(root: Path = ROOT) -> str:
+    return _run(["git", "-C", str(root), "rev-parse", "HEAD"]).stdout.strip()
+
+
+def make_colab_env(where: Path) -> Path:
+    """A fresh venv in ``where/venv`` that sees this checkout's installed packages, minus the
+    book's own code; returns its python."""
+    _run([sys.executable, "-m", "venv", str(where / "venv")])
+    python = where / "venv" / "bin" / "python"
+    pre = where / "preinstalled"
+    pre.mkdir()
+    ours = Path(sysconfig.get_paths()["purelib"])
+    for entry in ours.iterdir():
+        if entry.name.startswith(_OWN) or entry.suffix == ".pth":
+            continue
+        (pre / entry.name).symlink_to(entry)
+    (_site_packages(python) / "colab_preinstalled.pth").write_text(f"{pre}\n")
+    # a kernel of this environment, found by nbclient run from it
+    _run([str(python), "-m", "ipykernel", "install", "--prefix", str(where / "venv"),
+          "--name", KERNEL, "--display-name", "Colab rehearsal"])
+    return python
+
+
+def torch_state(python: Path) -> dict:
+    return json.loads(_run([str(python), "-c", _PROBE]).stdout)
+
+
+def rehearse(chapter: str, where: Path, python: Path, url: str) -> dict:
+    """Run one chapter in the Colab-like environment; return what was checked."""
+    src = ROOT / "notebooks" / f"{chapter}.ipynb"
+    if not src.exists():
+        raise ValueError(f"chapter must name a notebook in notebooks/ (e.g. {DEFAULT_CHAPTER}); "
+                         f"got {chapter!r}")
+    run_dir = where / chapter
+    run_dir.mkdir()
+    nb = run_dir / src.name
+    shutil.copy(src, nb)
+    out = run_dir / f"{chapter}.executed.ipynb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTN_", "VIRTUAL_ENV"))}
+    env.update(ATTN_MODE="fast", ATTN_CACHE=str(run_dir / "results"), ATTN_INSTALL_URL=url,
+               PATH=f"{python.parent}{os.pathsep}{env.get('PATH', '')}",
+               VIRTUAL_ENV=str(python.parent.parent), ATTN_THREADS="1")
+    before = torch_state(python)
+    t0 = time.perf_counter()
+    r = subprocess.run([str(python), "-c", _EXECUTE, str(nb), str(out), KERNEL, str(run_dir)],
+                       input=_FINAL_CELL, capture_output=True, text=True, env=env, cwd=run_dir)
+    seconds = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"{chapter}: the notebook failed in the Colab rehearsal "
+                           f"(executed copy: {out}):\n{r.stderr[-4000:]}")
+    after = torch_state(python)
+    executed = json.loads(out.read_text())
+    text = "\n".join("".join(o.get("text", "")) for c in executed["cells"]
+                     if c["cell_type"] == "code" for o in c.get("outputs", []))
+    line = next(x for x in text.splitlines() if x.startswith("REHEARSAL "))
+    seen = json.loads(line[len("REHEARSAL "):])
+    venv = str(python.parent.parent)
+    problems = []
+    if after != before:
+        problems.append(f"the install changed torch: {before} -> {after}")
+    if seen["torch_file"] != before["file"]:
+        problems.append(f"the chapter imported torch from {seen['torch_file']}, not the "
+                        f"preinstalled {before['file']}")
+    if any((_site_packages(python) / n).exists() for n in ("torch", "torch-" + before["version"])):
+        problems.append("pip put a torch of its own into the new environment")
+    if not seen["attn_core"].startswith(venv):
+        problems.append(f"attn_core came from {seen['attn_core']}, not the new environment "
+                        f"{venv}")
+    held = [x for x in text.splitlines() if "claims hold" in x]
+    if not held:
+        problems.append("no claims summary ('... claims hold') in the chapter's output")
+    if problems:
+        raise RuntimeError(f"{chapter}: " + "; ".join(problems))
+    return {"chapter": chapter, "seconds": round(seconds, 1), "torch": before["version"],
+            "attn_core": seen["attn_core"], "claims": held[-1].strip()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapters", nargs="*", default=[DEFAULT_CHAPTER],
+                        help="notebook names in notebooks/ (default: %(default)s), or 'all'")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args(argv)
+    chapters = args.chapters
+    if chapters == ["all"]:
+        chapters = sorted(p.stem for p in (ROOT / "notebooks").glob("0*.ipynb"))
+    url = f"git+file://{ROOT}@{head_commit()}"
+    where = Path(tempfile.mkdtemp(prefix="attn-colab-"))
+    print(f"[colab] rehearsal in {where}; the install cell gets ATTN_INSTALL_URL={url}")
+    failed = 0
+    try:
+        t0 = time.perf_counter()
+        python = make_colab_env(where)
+        print(f"[colab] fresh environment with torch {torch_state(python)['version']} "
+              f"preinstalled ({time.perf_counter() - t0:.0f} s)")
+        for chapter in chapters:
+            try:
+                got = rehearse(chapter, where, python, url)
+            except (RuntimeError, ValueError) as e:
+                failed += 1
+                print(f"[colab] FAILED {e}")
+            else:
+                print(f"[colab] {chapter}: passed in {got['seconds']:.0f} s -- torch "
+                      f"{got['torch']} untouched, attn_core from {got['attn_core']}; "
+                      f"{got['claims']}")
+    finally:
+        if args.keep or failed:
+            print(f"[colab] kept {where}")
+        else:
+            shutil.rmtree(where, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
