@@ -21,6 +21,15 @@ that fails is reported with a warning, moved aside as ``<file>.corrupt-<time>`` 
 A result that was computed is always returned: if it cannot be saved, a warning says so.
 Temporary files left by killed writers are removed once they are an hour old.
 
+**Interrupted runs resume.** While a cached computation runs, the engine saves every group of
+members (one member each when looped) the moment it finishes, in ``<name>-<key>.parts/`` next
+to the entry (one atomic ``.npz`` per group: its arrays and its model's parameters). If the
+run is interrupted -- a kernel interrupt, a crash, a Colab disconnect -- the same call later
+loads the finished groups (and says so) and trains only the rest; the result is bitwise the
+uninterrupted one (``tests/test_cache.py``). The folder is removed once the entry is saved. A
+group trains as one piece: on CUDA, where all members form one batched group, an interrupted
+group starts over.
+
 The folder is ``$ATTN_CACHE`` (default ``~/.cache/attn_core``; see
 :func:`attn_core.config.env_cache`); ``ATTN_CACHE=off`` disables the cache. A loaded history has
 ``model=None`` (models are not cached) and ``cached=True``; :func:`cached_history` prints where
@@ -34,6 +43,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 import time
 import warnings
@@ -44,7 +54,9 @@ import numpy as np
 
 from .checks import check_bool
 from .config import env_cache, get_device, get_mode
-from .training import History, _eval_schedule
+import torch
+
+from .training import GROUP_STORE, History, _eval_schedule
 
 __all__ = ["cache_dir", "cache_key", "check_cache_name", "save_history", "load_history",
            "cached_history"]
@@ -227,7 +239,11 @@ def save_history(history: History, path: str | os.PathLike, meta: dict | None = 
                        for k, v in arrays.items()},
             "meta": json.loads(json.dumps(meta or {}, default=str))}
     payload = {META_KEY: np.array(json.dumps(info, allow_nan=False)), **arrays}
+    _write_atomic(path, payload)
 
+
+def _write_atomic(path: Path, payload: dict) -> None:
+    """``np.savez`` to a temporary file next to ``path``, then rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
@@ -350,6 +366,82 @@ def _move_aside(path: Path, reason: str) -> None:
                   stacklevel=3)
 
 
+class _GroupStore:
+    """The finished groups of one cached computation under way, one ``.npz`` each in
+    ``<entry>.parts/`` (arrays, the model's parameters and a ``__meta__`` JSON; atomic, no
+    pickle). :func:`cached_history` installs it as :data:`attn_core.training.GROUP_STORE`, so
+    the engine saves every group the moment it finishes and, when the same computation runs
+    again after an interruption, loads those instead of training them again. The folder is
+    removed once the whole result is saved."""
+
+    def __init__(self, folder: Path, name: str):
+        self.folder, self.name = folder, name
+        self.calls = self.loaded = self.saved = 0
+        self._warned = False
+
+    def begin(self) -> int:
+        """The index of the next training call within this computation."""
+        self.calls += 1
+        return self.calls - 1
+
+    def load(self, key: str, rebuild):
+        """A saved group ``(model, train_loss, metrics, probes)``, or None. ``rebuild(state)``
+        makes the group's model from its parameters. A damaged part is warned about,
+        removed, and its group trained again."""
+        path = self.folder / f"{key}.npz"
+        if not path.exists():
+            return None
+        try:
+            with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+            info = json.loads(str(arrays.pop(META_KEY)))
+            if info.get("format") != FORMAT or info.get("key") != key:
+                raise ValueError(f"saved for {info.get('key')!r}, format {info.get('format')}")
+            parts = {"metrics": {}, "probes": {}, "state": {}}
+            for k, v in arrays.items():
+                kind, _, sub = k.partition("/")
+                if kind in parts and sub:
+                    parts[kind][sub] = v
+                elif k != "train_loss":
+                    raise ValueError(f"unexpected array {k!r}")
+            model = rebuild({k: torch.from_numpy(v) for k, v in parts["state"].items()})
+            result = (model.cpu(), arrays["train_loss"], parts["metrics"], parts["probes"])
+        except Exception as e:  # noqa: BLE001 -- any damage: train the group again
+            warnings.warn(f"[cache] {self.name}: the saved part {path} of an interrupted run "
+                          f"cannot be used ({type(e).__name__}: {e}); training that group "
+                          f"again", RuntimeWarning, stacklevel=2)
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            return None
+        self.loaded += 1
+        return result
+
+    def save(self, key: str, result) -> None:
+        """Save one finished group; a failure to save is warned about once and never stops
+        the run (its result is still returned)."""
+        model, loss, metrics, probes = result
+        payload = {META_KEY: np.array(json.dumps({"format": FORMAT, "key": key})),
+                   "train_loss": np.asarray(loss)}
+        payload.update({f"metrics/{k}": np.asarray(v) for k, v in metrics.items()})
+        payload.update({f"probes/{k}": np.asarray(v) for k, v in probes.items()})
+        payload.update({f"state/{k}": v.detach().cpu().numpy()
+                        for k, v in model.state_dict().items()})
+        try:
+            if any(v.dtype.kind == "O" for v in payload.values()):
+                raise TypeError("an object array would be pickled")
+            _write_atomic(self.folder / f"{key}.npz", payload)
+        except (OSError, TypeError, ValueError) as e:
+            if not self._warned:
+                warnings.warn(f"[cache] {self.name}: could not keep finished groups in "
+                              f"{self.folder} ({type(e).__name__}: {e}); an interrupted run "
+                              f"will start over", RuntimeWarning, stacklevel=2)
+                self._warned = True
+            return
+        self.saved += 1
+
+
 def cached_history(name: str, config: dict, compute: Callable[[], History],
                    verbose: bool = True) -> History:
     """Return ``compute()``'s History, computing it only if this config has no saved result.
@@ -387,7 +479,15 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
                       f"({h.seconds:.0f} s, {h.execution}) from {path} -- "
                       f"set ATTN_CACHE=off to recompute")
             return h
-    h = compute()
+    store = None if path is None else _GroupStore(path.with_suffix(".parts"), name)
+    token = GROUP_STORE.set(store)
+    try:
+        h = compute()
+    finally:
+        GROUP_STORE.reset(token)
+    if store is not None and store.loaded and verbose:
+        print(f"[cache] {name}: resumed an interrupted run: {store.loaded} finished group(s) "
+              f"loaded from {store.folder}, the rest trained now")
     if not isinstance(h, History):
         raise TypeError(f"compute() must return a History; got {type(h).__name__}")
     h.cached = False
@@ -396,6 +496,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
         try:
             save_history(h, path, meta={"name": name, "key": key, "experiment_config": config})
             saved = True
+            shutil.rmtree(store.folder, ignore_errors=True)
         except OSError as e:
             warnings.warn(f"[cache] {name}: could not save the result to the cache folder {root} "
                           f"({type(e).__name__}: {e}); the computed result is returned but not "

@@ -31,7 +31,10 @@ History schema (all numpy):
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -54,6 +57,14 @@ EXECUTIONS = ("auto", "batched", "looped")
 #: not depend on which members share its tensors (tests/test_engine.py checks it bitwise).
 OPTIMIZERS = {"adam": functools.partial(torch.optim.Adam, fused=True), "sgd": torch.optim.SGD}
 _DEFAULT_LR = {"adam": 1e-3, "sgd": 0.1}
+
+#: Where a run keeps its finished groups while it is under way, so that a run interrupted
+#: (a kernel restart, a Colab disconnect) resumes with them: an object with
+#: ``begin() -> call index``, ``load(key, rebuild) -> result | None`` and ``save(key, result)``.
+#: :func:`attn_core.cache.cached_history` sets it around every computation it caches; unset
+#: (None), nothing is kept.
+GROUP_STORE: contextvars.ContextVar = contextvars.ContextVar("attn_core_group_store",
+                                                             default=None)
 
 #: A probe: ``probe(model, eval_batch) -> {name: tensor (S, ...)}``, recorded at every evaluation
 #: as ``History.probes[name]`` (S, E, ...). Names must be unique across a run's probes.
@@ -82,6 +93,39 @@ class History:
     @property
     def n_members(self) -> int:
         return len(self.seeds)
+
+    @staticmethod
+    def concat(histories: Sequence["History"]) -> "History":
+        """The members of several runs with the same training settings and evaluation steps as
+        one History (their models stacked when every run has one). ValueError naming what
+        differs otherwise."""
+        hs = list(histories) if isinstance(histories, (list, tuple)) else None
+        if not hs or not all(isinstance(h, History) for h in hs):
+            raise TypeError("histories must be a non-empty list of History objects")
+        first = hs[0]
+        for i, h in enumerate(hs[1:], 1):
+            if not np.array_equal(h.eval_steps, first.eval_steps) or h.config != first.config:
+                raise ValueError(f"histories[{i}] has other training settings or evaluation "
+                                 f"steps than histories[0]; only runs of one setting concat")
+            if sorted(h.metrics) != sorted(first.metrics) or sorted(h.probes) != sorted(
+                    first.probes):
+                raise ValueError(f"histories[{i}] recorded other metrics or probes than "
+                                 f"histories[0]")
+        if len(hs) == 1:
+            return first
+        models = [h.model for h in hs]
+        return History(
+            seeds=np.concatenate([h.seeds for h in hs]),
+            data_seeds=np.concatenate([h.data_seeds for h in hs]),
+            train_loss=np.concatenate([h.train_loss for h in hs]),
+            eval_steps=first.eval_steps,
+            metrics={k: np.concatenate([h.metrics[k] for h in hs]) for k in first.metrics},
+            probes={k: np.concatenate([h.probes[k] for h in hs]) for k in first.probes},
+            model=stack_members(models) if all(m is not None for m in models) else None,
+            execution=first.execution if len({h.execution for h in hs}) == 1 else "mixed",
+            seconds=float(sum(h.seconds for h in hs)), config=dict(first.config),
+            cached=all(h.cached for h in hs),
+            saved_at=first.saved_at if all(h.cached for h in hs) else None)
 
     def final(self, name: str) -> np.ndarray:
         """The last evaluated value of a metric or probe for every member: (S, ...)."""
@@ -214,8 +258,25 @@ class Trainer:
         jobs = [(model_fn, [seeds[i] for i in g], {k: [v[i] for i in g]
                                                    for k, v in member_kwargs.items()},
                  [data_seeds[i] for i in g]) for g in groups]
-        n_workers = self._workers(len(groups))
         t0 = time.perf_counter()
+        # Groups finished by an interrupted earlier run of this computation come back from the
+        # store; every group finished now is saved to it at once (see GROUP_STORE).
+        store = GROUP_STORE.get()
+        results: list = [None] * len(jobs)
+        keys: list = [None] * len(jobs)
+        if store is not None:
+            call = store.begin()
+            for i, job in enumerate(jobs):
+                keys[i] = self._job_key(call, i, job)
+                results[i] = store.load(keys[i], functools.partial(_rebuild, *job[:3]))
+        todo = [i for i, r in enumerate(results) if r is None]
+        n_workers = self._workers(len(todo))
+
+        def finished(i, result):
+            results[i] = result
+            if store is not None:
+                store.save(keys[i], result)
+
         # mininterval: at most one redraw every 2 s. In a notebook each redraw is a widget message;
         # a long cell flooding the kernel's IOPub channel makes it drop messages (nbval then
         # times out waiting for the cell's output).
@@ -223,10 +284,13 @@ class Trainer:
         bar = tqdm(total=self.steps * len(groups),
                    desc=f"{self.desc} [{execution}, S={len(seeds)}{where}]",
                    disable=not self.progress, leave=False, mininterval=2.0)
+        bar.update(self.steps * (len(jobs) - len(todo)))
         if n_workers > 1:
-            results = self._fit_in_workers(jobs, task, probes, bar, n_workers)
+            self._fit_in_workers([jobs[i] for i in todo], task, probes, bar, n_workers,
+                                 lambda j, r: finished(todo[j], r))
         else:
-            results = [self._fit_group(*job, task, probes, bar) for job in jobs]
+            for i in todo:
+                finished(i, self._fit_group(*jobs[i], task, probes, bar))
         bar.close()
         models = [r[0] for r in results]
         model = models[0] if len(models) == 1 else stack_members(models)
@@ -261,20 +325,31 @@ class Trainer:
             return 1
         return min(self.workers if self.workers is not None else env_workers(), n_groups)
 
-    def _fit_in_workers(self, jobs, task, probes, bar, n_workers):
+    def _fit_in_workers(self, jobs, task, probes, bar, n_workers, finished):
         """Train the groups in ``n_workers`` loky processes (kept alive between calls), each
         with this process's torch thread count; every group computes exactly what it would
-        compute here, so the results are bitwise equal to the in-process loop. The bar advances
-        as each group finishes; an exception in a worker is re-raised here with its traceback."""
+        compute here, so the results are bitwise equal to the in-process loop. Each group's
+        result goes to ``finished(index, result)`` as soon as it arrives, and the bar advances;
+        an exception in a worker is re-raised here with its traceback."""
         threads = torch.get_num_threads()
-        out: list = [None] * len(jobs)
         parallel = Parallel(n_jobs=n_workers, backend="loky", return_as="generator_unordered")
         tasks = (delayed(_worker_fit)(self, i, job, task, probes, threads)
                  for i, job in enumerate(jobs))
         for i, result in parallel(tasks):
-            out[i] = result
+            finished(i, result)
             bar.update(self.steps)
-        return out
+
+    def _job_key(self, call: int, index: int, job) -> str:
+        """A name for group ``index`` of the ``call``-th fit of one cached computation: its
+        members (seeds, data seeds, per-member arguments) and the training settings."""
+        _, seeds, member_kwargs, data_seeds = job
+        desc = {"seeds": seeds, "data_seeds": data_seeds, "steps": self.steps,
+                "batch_size": self.batch_size, "lr": self.lr, "optimizer": self.optimizer,
+                "eval_every": self.eval_every, "eval_batch_size": self.eval_batch_size,
+                "device": str(self.device),
+                "member_kwargs": {k: [repr(x) for x in v] for k, v in member_kwargs.items()}}
+        digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
+        return f"fit{call}-group{index}-{digest}"
 
     # ------------------------------------------------------------------------------ internals
     def _fit_group(self, model_fn, seeds, member_kwargs, data_seeds, task, probes, bar=None):
@@ -379,6 +454,13 @@ def choose_execution(n_members: int, device=None) -> str:
     if n_members > 1 and device.type == "cuda":
         return "batched"
     return "looped"
+
+
+def _rebuild(model_fn, seeds, member_kwargs, state: dict) -> StackedModule:
+    """A group's trained model from its saved parameters (see :data:`GROUP_STORE`)."""
+    model = model_fn(seeds=seeds, **member_kwargs)
+    model.load_state_dict(state)
+    return model
 
 
 def _worker_fit(trainer: "Trainer", index: int, job, task, probes, threads: int):

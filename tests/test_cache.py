@@ -385,3 +385,106 @@ def test_key_covers_every_source_file_of_the_package(tmp_path, monkeypatch):
     keys.append(cache.cache_key("a", {}))
     assert len(set(keys[:4])) == 4 and keys[4] == keys[3]
 
+
+
+# ------------------------------------------------------------- interrupted runs resume
+class _Interrupt:
+    """A probe that interrupts training (as a kernel interrupt or a Colab disconnect would)
+    when it first sees one chosen member, and records which members it saw."""
+
+    def __init__(self, at_seed=None):
+        self.at_seed, self.seen = at_seed, []
+
+    def __call__(self, model, batch):
+        import torch
+        seed = int(model.seeds[0]) if hasattr(model, "seeds") else None
+        self.seen.append(seed)
+        if seed == self.at_seed:
+            raise KeyboardInterrupt(f"interrupted at member {seed}")
+        return {"x0": batch["x"][:, :1].float().sum(-1)}
+
+
+def _resumable_run(probe, workers=1, seeds=(0, 1, 2, 3)):
+    from attn_core.data import KeywordTask
+    from attn_core.models import AttentionClassifier
+    from attn_core.training import train
+
+    fn = functools.partial(AttentionClassifier, vocab=10, embed=4, hidden=4)
+    return lambda: train(fn, KeywordTask(6, 10), list(seeds), steps=4, eval_every=2,
+                         batch_size=4, progress=False, execution="looped", workers=workers,
+                         probes=[probe])
+
+
+def _assert_same_numbers(a, b):
+    """Every recorded array bitwise equal (seconds and cache flags may differ)."""
+    for f in ("seeds", "data_seeds", "train_loss", "eval_steps"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    for group in ("metrics", "probes"):
+        x, y = getattr(a, group), getattr(b, group)
+        assert sorted(x) == sorted(y), group
+        for k in x:
+            assert x[k].dtype == y[k].dtype and np.array_equal(x[k], y[k]), (group, k)
+
+
+def _assert_same_model(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sorted(sa) == sorted(sb)
+    for k in sa:
+        assert np.array_equal(sa[k].numpy(), sb[k].numpy()), k
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_interrupted_run_resumes_with_its_finished_members(tmp_path, monkeypatch, workers,
+                                                             capsys):
+    from attn_core.models import AttentionClassifier
+
+    assert hasattr(AttentionClassifier(vocab=10, embed=4, hidden=4, seeds=[0]), "seeds")
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path / "cache"))
+    reference = _resumable_run(_Interrupt())()              # never interrupted, not cached
+    first = _Interrupt(at_seed=2)
+    with pytest.raises(KeyboardInterrupt):
+        cache.cached_history("resume", {"n": 1}, _resumable_run(first))
+    parts = sorted((tmp_path / "cache").glob("resume-*.parts/*.npz"))
+    assert len(parts) == 2                                  # members 0 and 1 finished, kept
+    assert not list((tmp_path / "cache").glob("resume-*.npz"))
+    capsys.readouterr()
+    second = _Interrupt()
+    h = cache.cached_history("resume", {"n": 1}, _resumable_run(second, workers=workers))
+    assert "resumed an interrupted run: 2 finished group(s) loaded" in capsys.readouterr().out
+    if workers == 1:                                        # the probe ran in this process
+        assert set(second.seen) == {2, 3}                   # 0 and 1 were not trained again
+    _assert_same_numbers(h, reference)                      # bitwise the uninterrupted run
+    _assert_same_model(h.model, reference.model)
+    assert not list((tmp_path / "cache").glob("resume-*.parts"))   # parts gone once saved
+    assert len(list((tmp_path / "cache").glob("resume-*.npz"))) == 1
+
+
+def test_a_damaged_part_is_trained_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    reference = _resumable_run(_Interrupt())()
+    with pytest.raises(KeyboardInterrupt):
+        cache.cached_history("resume", {"n": 2}, _resumable_run(_Interrupt(at_seed=2)))
+    parts = sorted(tmp_path.glob("resume-*.parts/*.npz"))
+    parts[0].write_bytes(b"not a zip file")
+    second = _Interrupt()
+    with pytest.warns(RuntimeWarning, match=r"saved part .* cannot be used.*training that "
+                                             r"group again"):
+        h = cache.cached_history("resume", {"n": 2}, _resumable_run(second))
+    assert set(second.seen) == {0, 2, 3}
+    _assert_same_numbers(h, reference)
+
+
+def test_parts_are_kept_per_computation_and_need_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        cache.cached_history("resume", {"n": 3}, _resumable_run(_Interrupt(at_seed=1)))
+    # another configuration does not see them
+    other = _Interrupt()
+    cache.cached_history("resume", {"n": 4}, _resumable_run(other))
+    assert set(other.seen) == {0, 1, 2, 3}
+    # with the cache off nothing is kept
+    before = sorted(tmp_path.glob("*.parts"))
+    monkeypatch.setenv("ATTN_CACHE", "off")
+    with pytest.raises(KeyboardInterrupt):
+        cache.cached_history("resume", {"n": 5}, _resumable_run(_Interrupt(at_seed=1)))
+    assert sorted(tmp_path.glob("*.parts")) == before

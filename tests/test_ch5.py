@@ -250,3 +250,78 @@ def test_readable_model_is_a_copy_and_checks_its_arguments():
         MultiHeadLuong(9, 4, 4, 2, reduce="max")
     with pytest.raises(ValueError, match="heads"):
         MultiHeadLuong(9, 4, 4, 0)
+
+
+# --------------------------------------------------------- the screen draws until enough
+def _fake_screen(monkeypatch, final_of):
+    """HeadsRun.run returns a History whose final token accuracy is final_of(head seed)."""
+    from attn_core.training import History
+
+    calls = []
+
+    def fake_run(self, **kw):
+        heads = list(self.head_seeds)
+        calls.append((heads, list(self.data_seeds)))
+        acc = np.array([[0.0, final_of(h)] for h in heads])
+        return History(seeds=np.zeros(len(heads), int), data_seeds=np.array(self.data_seeds),
+                       train_loss=np.zeros((len(heads), 2)), eval_steps=np.array([0, 2]),
+                       metrics={"token_acc": acc}, probes={}, config={"steps": 2})
+
+    monkeypatch.setattr(HeadsRun, "run", fake_run)
+    return calls
+
+
+def test_screen_stops_after_one_round_when_it_has_the_heads(monkeypatch, capsys):
+    cfg = RescueConfig(n_candidates=6, max_candidates=18, k_combo=2, ks=(1, 2))
+    calls = _fake_screen(monkeypatch, lambda h: 1.0 if h % 2 else 0.1)   # half good
+    screen = cfg.screen()
+    assert [c[0] for c in calls] == [cfg.candidates()] * len(cfg.data_seeds)
+    assert all(h.n_members == 6 for h in screen.values())
+    assert "drew 6 candidate heads (6 per round, at most 18): 3 good, 3 bad" in \
+        capsys.readouterr().out
+
+
+def test_screen_draws_more_rounds_until_it_has_enough_bad_heads(monkeypatch, capsys):
+    cfg = RescueConfig(n_candidates=4, max_candidates=12, k_combo=3, ks=(1, 3))
+    first = cfg.candidate_offset
+    # the first round's heads are all good; later heads alternate
+    calls = _fake_screen(monkeypatch, lambda h: 1.0 if h < first + 4 or h % 2 else 0.1)
+    screen = cfg.screen()
+    drawn = screen[cfg.data_seeds[0]].n_members
+    assert drawn == 12                      # rounds of 4: bad heads 2 after 8, 4 after 12
+    assert [c[0] for c in calls[::len(cfg.data_seeds)]] == [
+        list(range(first + 4 * r, first + 4 * r + 4)) for r in range(3)]
+    labels = cfg.labels(np.stack([screen[d].metrics["token_acc"][:, -1]
+                                  for d in cfg.data_seeds], axis=1))
+    pools = cfg.pools(labels)
+    assert pools["bad"] == [first + 4, first + 6, first + 8, first + 10]
+    assert cfg.candidates(drawn) == list(range(first, first + 12))
+    assert "drew 12 candidate heads (4 per round, at most 12): 8 good, 4 bad" in \
+        capsys.readouterr().out
+
+
+def test_screen_at_its_cap_without_enough_heads_raises_before_any_combination(monkeypatch):
+    cfg = RescueConfig(n_candidates=4, max_candidates=8, k_combo=2, ks=(1, 2))
+    calls = _fake_screen(monkeypatch, lambda h: 1.0)                   # never a bad head
+    with pytest.raises(ValueError, match=r"drew its cap of 8 candidate heads and found 8 good "
+                                         r"and 0 bad.*RescueConfig.max_candidates"):
+        cfg.screen()
+    assert len(calls) == 2 * len(cfg.data_seeds)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_candidates=8, max_candidates=4),
+     r"RescueConfig.max_candidates must be an int >= 8"),
+    (dict(n_candidates=4, k_combo=4), r"draws at most 4 candidates"),
+    (dict(n_candidates=2, max_candidates=4, k_combo=4), r"draws at most 4 candidates"),
+])
+def test_screen_preconditions_are_checked_when_the_config_is_made(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RescueConfig(**kwargs)
+
+
+def test_full_screen_can_draw_past_its_first_round():
+    from attn_core.chapters import ch5_multihead as ch
+    full = ch.RESCUE.full
+    assert full.candidate_cap() == 240 and full.n_candidates == 80
+    assert ch.RESCUE.fast.candidate_cap() == ch.RESCUE.fast.n_candidates   # fast: one round

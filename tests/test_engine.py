@@ -257,3 +257,28 @@ def test_probes_must_be_a_list_of_callables():
     with pytest.raises(TypeError, match="probes must be a list or tuple of callables"):
         train(SEQ2SEQ, CopyTask(12), [0], steps=1, batch_size=4, progress=False,
               probes={"": lambda m, b: {}})
+
+
+def test_concat_of_two_runs_is_the_run_of_all_their_members():
+    """History.concat (chapter 5's screen draws its heads in rounds): looped members are
+    independent, so two runs concatenated are bitwise one run of all the members."""
+    fn = functools.partial(AttentionClassifier, vocab=12, embed=4, hidden=4)
+    kw = dict(steps=3, lr=0.1, batch_size=4, eval_every=2, progress=False, workers=1,
+              execution="looped")
+    task = KeywordTask(length=5, vocab=12)
+    a, b = train(fn, task, [0, 1], **kw), train(fn, task, [2], data_seeds=[9], **kw)
+    whole = train(fn, task, [0, 1, 2], data_seeds=[0, 1, 9], **kw)
+    both = History.concat([a, b])
+    assert both.seeds.tolist() == [0, 1, 2] and both.data_seeds.tolist() == [0, 1, 9]
+    for name in ("train_loss", "eval_steps"):
+        assert np.array_equal(getattr(both, name), getattr(whole, name))
+    for k in whole.metrics:
+        assert np.array_equal(both.metrics[k], whole.metrics[k])
+    for k, v in whole.model.state_dict().items():
+        assert torch.equal(both.model.state_dict()[k], v)
+    assert History.concat([a]) is a
+    longer = train(fn, task, [3], **{**kw, "steps": 4})
+    with pytest.raises(ValueError, match=r"histories\[1\] has other training settings"):
+        History.concat([a, longer])
+    with pytest.raises(TypeError, match="non-empty list of History"):
+        History.concat([])

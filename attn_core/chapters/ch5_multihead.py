@@ -157,6 +157,9 @@ class RescueConfig:
     n_combinations: int = 6
     ks: tuple[int, ...] = (1, 2, 4, 8)
     n_random: int = 6
+    #: The screen draws candidate heads ``n_candidates`` at a time until it has a good head and
+    #: ``k_combo`` bad ones, or has drawn this many (None: ``n_candidates``, one round).
+    max_candidates: int | None = None
     #: Steps of the control runs of §5 (None: ``copy.steps``). The control is learned fast:
     #: at base 0 the five bad heads pass 0.95 there by step 100-120 and are at 0.998-1.0 by
     #: step 160 (measured on 300-step runs, whose first 160 steps these runs repeat exactly).
@@ -176,6 +179,13 @@ class RescueConfig:
             check_int(f"{cls}.{name}", getattr(self, name), 0)
         if self.control_steps is not None:
             check_int(f"{cls}.control_steps", self.control_steps, 1)
+        if self.max_candidates is not None:
+            check_int(f"{cls}.max_candidates", self.max_candidates, self.n_candidates)
+        # checked before any training: the screen can at most find this many heads
+        if self.candidate_cap() < self.k_combo + 1:
+            raise ValueError(f"{cls}: the combinations need a good head and k_combo="
+                             f"{self.k_combo} bad ones, but the screen draws at most "
+                             f"{self.candidate_cap()} candidates (n_candidates/max_candidates)")
         check_real(f"{cls}.bad", self.bad, 0.0, 1.0, low_open=True, high_open=True)
         check_real(f"{cls}.good", self.good, 0.0, 1.0, low_open=True, high_open=True)
         if not self.bad < self.good:
@@ -207,24 +217,62 @@ class RescueConfig:
                         head_proj=self.head_proj, head_reduce=head_reduce or self.head_reduce,
                         tag=tag)
 
-    def candidates(self) -> list[int]:
-        """The candidate heads' seeds."""
-        return [self.candidate_offset + i for i in range(self.n_candidates)]
+    def candidate_cap(self) -> int:
+        """The most candidate heads the screen draws."""
+        return self.n_candidates if self.max_candidates is None else self.max_candidates
+
+    def candidates(self, n: int | None = None) -> list[int]:
+        """The first ``n`` candidate heads' seeds (default ``n_candidates``: one round)."""
+        n = self.n_candidates if n is None else check_int("n", n, 1, self.candidate_cap())
+        return [self.candidate_offset + i for i in range(n)]
+
+    def enough_heads(self, labels) -> bool:
+        """Whether the labelled heads make every kind of combination: a good head and
+        ``k_combo`` bad ones."""
+        labels = np.asarray(labels)
+        return bool((labels == "good").sum() >= 1 and (labels == "bad").sum() >= self.k_combo)
 
     def screen(self, **run_kwargs) -> dict[int, History]:
-        """Every candidate head as a one-head model, on every data stream: ``{stream: History}``."""
-        cands = self.candidates()
-        return {d: self.heads_run(cands, [d] * len(cands), "heads-screen").run(**run_kwargs)
-                for d in self.data_seeds}
+        """Every candidate head as a one-head model, on every data stream: ``{stream: History}``
+        with one member per candidate drawn.
+
+        Candidates are drawn ``n_candidates`` at a time (each round trained on every stream,
+        cached on its own) until the labels give a good head and ``k_combo`` bad ones
+        (:meth:`enough_heads`) or ``max_candidates`` are drawn; it says how many it drew. With
+        too few at the cap it raises ValueError here, before any combination is trained."""
+        rounds: dict[int, list[History]] = {d: [] for d in self.data_seeds}
+        drawn = 0
+        while True:
+            cands = [self.candidate_offset + i
+                     for i in range(drawn, min(drawn + self.n_candidates, self.candidate_cap()))]
+            for d in self.data_seeds:
+                rounds[d].append(self.heads_run(cands, [d] * len(cands),
+                                                "heads-screen").run(**run_kwargs))
+            drawn += len(cands)
+            screen = {d: History.concat(hs) for d, hs in rounds.items()}
+            labels = self.labels(np.stack([screen[d].metrics["token_acc"][:, -1]
+                                           for d in self.data_seeds], axis=1))
+            counts = {k: int((labels == k).sum()) for k in ("good", "bad", "inconsistent")}
+            if self.enough_heads(labels) or drawn >= self.candidate_cap():
+                break
+        print(f"[screen] drew {drawn} candidate heads ({self.n_candidates} per round, at most "
+              f"{self.candidate_cap()}): {counts['good']} good, {counts['bad']} bad, "
+              f"{counts['inconsistent']} inconsistent")
+        if not self.enough_heads(labels):
+            raise ValueError(f"the screen drew its cap of {drawn} candidate heads and found "
+                             f"{counts['good']} good and {counts['bad']} bad; the combinations "
+                             f"need 1 good and k_combo={self.k_combo} bad. Raise "
+                             f"RescueConfig.max_candidates or choose another base_seed")
+        return screen
 
     def pools(self, labels) -> dict:
         """Head pools for :func:`head_combinations` from the screen's labels
-        (:func:`~attn_core.metrics.classify_heads`)."""
+        (:func:`~attn_core.metrics.classify_heads`), one per candidate drawn."""
         labels = np.asarray(labels)
-        cands = np.array(self.candidates())
-        if labels.shape != cands.shape:
-            raise ValueError(f"labels must have one entry per candidate ({len(cands)}); got "
-                             f"shape {labels.shape}")
+        if labels.ndim != 1 or not 1 <= len(labels) <= self.candidate_cap():
+            raise ValueError(f"labels must have one entry per candidate drawn (1 to "
+                             f"{self.candidate_cap()}); got shape {labels.shape}")
+        cands = np.array(self.candidates(len(labels)))
         return {"good": [int(s) for s in cands[labels == "good"]],
                 "bad": [int(s) for s in cands[labels == "bad"]],
                 "random": self.fresh_heads(self.k_combo)}
@@ -263,11 +311,12 @@ class RescueConfig:
 #: (about half good); other bases split differently (:data:`OTHER_BASES_FAST`). The control
 #: runs stop at step 160 (see :attr:`RescueConfig.control_steps`). Full: the
 #: authors' scale (L = 40, hidden 256, batch 128, 200 steps, 3 data seeds, K = 8, 50
-#: combinations of each kind); its base seed has not been validated at that scale.
+#: combinations of each kind); its base seed has not been validated at that scale, so its
+#: screen draws up to 240 candidates, 80 at a time, until it has 1 good and 8 bad heads.
 RESCUE = Preset(
     fast=RescueConfig(control_steps=160),
     full=RescueConfig(copy=replace(COPY_BASE.full, cell="gru", head_proj=False, bias=False,
-                                   eos=False), n_candidates=80,
+                                   eos=False), n_candidates=80, max_candidates=240,
                       data_seeds=(0, 1, 2), k_combo=8, n_combinations=50, ks=(1, 2, 4, 8),
                       n_random=50),
 )
