@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -152,9 +153,10 @@ def rehearse(chapter: str, where: Path, python: Path, url: str) -> dict:
     if not seen["attn_core"].startswith(venv):
         problems.append(f"attn_core came from {seen['attn_core']}, not the new environment "
                         f"{venv}")
-    held = [x for x in text.splitlines() if "claims hold" in x]
+    held = [x for x in text.splitlines() if re.match(r"all \d+ claims of .+ hold$", x.strip())]
     if not held:
-        problems.append("no claims summary ('... claims hold') in the chapter's output")
+        problems.append("no claims summary ('all N claims of ... hold') in the chapter's "
+                        "output")
     if problems:
         raise RuntimeError(f"{chapter}: " + "; ".join(problems))
     return {"chapter": chapter, "seconds": round(seconds, 1), "torch": before["version"],
@@ -171,6 +173,10 @@ def main(argv=None) -> int:
     if chapters == ["all"]:
         chapters = sorted(p.stem for p in (ROOT / "notebooks").glob("0*.ipynb"))
     url = f"git+file://{ROOT}@{head_commit()}"
+    dirty = _run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    if dirty.stdout.strip():
+        print("[colab] note: the working tree has uncommitted changes; the rehearsal installs "
+              "the committed HEAD without them")
     where = Path(tempfile.mkdtemp(prefix="attn-colab-"))
     print(f"[colab] rehearsal in {where}; the install cell gets ATTN_INSTALL_URL={url}")
     failed = 0

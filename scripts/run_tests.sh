@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order; stops at the first failure (non-zero exit).
 #
-#   1. unit tests            pytest -n 2 -m "not browser" tests     (two processes)
+#   1. unit tests            pytest -n 2 -m "not browser and not colab" tests  (2 processes)
 #   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors):
 #                            executes the notebooks one per core, training every experiment
 #                            on the engine's worker processes, then renders the HTML
 #   3. notebooks run         pytest -n 2 --nbval-lax notebooks/   (ATTN_MODE=fast; the
 #                            experiments come from step 2's results cache, labelled as loaded)
-#   4. browser check         pytest -m browser tests/test_browser.py   (needs step 2's HTML)
+#   4. browser check and     pytest -n 2 -m "browser or colab" ...   side by side: headless
+#      Colab rehearsal       Chromium on step 2's HTML, and chapter 1 installed the Colab way
+#                            into a fresh environment (scripts/colab_rehearsal.py)
 #
 # Every stage uses both cores; the stage times are printed at the end.
 # Step 4 needs Chromium; run as root, this script installs it with apt-get when missing,
@@ -49,7 +51,8 @@ stage "1/4 unit tests (2 processes)"
 # ATTN_WORKERS=1: the two test processes already fill both cores (the engine tests that
 # compare worker counts ask for workers=2 themselves). Measured: running them alongside the
 # book build instead, even at the lowest priority, made the two together 65 s slower.
-timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 -m "not browser" tests
+timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 -m "not browser and not colab" \
+    tests
 
 stage "2/4 strict book build (-W -n --keep-going; notebooks executed one per core)"
 timed "book build" bash scripts/build_book.sh -W -n --keep-going --all
@@ -58,8 +61,9 @@ stage "3/4 notebooks (nbval-lax, ATTN_MODE=$ATTN_MODE, two at a time)"
 timed "notebooks (nbval)" env ATTN_WORKERS=1 \
     python -m pytest -ra -n 2 --dist loadfile --nbval-lax notebooks/
 
-stage "4/4 browser check of the built book"
-timed "browser check" python -m pytest -ra -m browser tests/test_browser.py
+stage "4/4 browser check of the built book, and the Colab rehearsal (side by side)"
+timed "browser check + Colab rehearsal" python -m pytest -ra -n 2 --dist loadfile \
+    -m "browser or colab" tests/test_browser.py tests/test_colab_rehearsal.py
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"
