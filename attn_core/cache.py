@@ -53,7 +53,7 @@ from typing import Callable
 import numpy as np
 
 from .checks import check_bool
-from .config import env_cache, get_device, get_mode
+from .config import env_cache, env_max_steps, get_device, get_mode
 import torch
 
 from .training import GROUP_STORE, History, _eval_schedule
@@ -455,6 +455,16 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     if not callable(compute):
         raise TypeError(f"compute must be callable: compute() -> History; got "
                         f"{type(compute).__name__}")
+    cap = env_max_steps()
+    if cap is not None:  # a smoke run: never cached as, or loaded for, a real result
+        h = compute()
+        if not isinstance(h, History):
+            raise TypeError(f"compute() must return a History; got {type(h).__name__}")
+        h.cached = False
+        if verbose:
+            print(f"[smoke] {name}: ATTN_MAX_STEPS={cap}: trained for at most {cap} steps; "
+                  f"not cached")
+        return h
     root = cache_dir()
     path = None if root is None else root / f"{name}-{key}.npz"
     if path is not None:

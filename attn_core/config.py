@@ -9,6 +9,7 @@ else; a bad value raises a ValueError that names the variable and the values it 
     ATTN_THREADS=1     # torch threads per process (default 1)             -> env_threads()
     ATTN_WORKERS=2     # worker processes (default: the usable CPU cores)   -> env_workers()
     ATTN_CACHE=off     # results cache folder, or off (default ~/.cache/attn_core) -> env_cache()
+    ATTN_MAX_STEPS=2   # smoke run: every training at most this many steps  -> env_max_steps()
 
 Every experiment config is a :class:`Preset`: one value for fast, one for full;
 ``preset.get()`` chooses by the current mode.
@@ -104,6 +105,24 @@ def env_workers() -> int:
     """``ATTN_WORKERS``: worker processes, an int >= 1 (default :func:`available_cores`)."""
     return _env_count("ATTN_WORKERS", available_cores(), "worker processes; default: the "
                       "usable CPU cores")
+
+
+def env_max_steps() -> int | None:
+    """``ATTN_MAX_STEPS``: a smoke run's cap on every training run's steps (an int >= 1), or
+    None when unset or empty (no cap).
+
+    Under the cap every experiment runs at its configured shapes for at most that many steps --
+    which catches shape, device and memory mistakes in minutes -- its results are never cached
+    (:mod:`attn_core.cache`) and the chapters' claims are shown but not asserted
+    (:meth:`attn_core.claims.Claims.assert_all`): a smoke run proves plumbing, not science.
+    """
+    raw = os.environ.get("ATTN_MAX_STEPS", "")
+    if raw.strip() == "":
+        return None
+    if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
+        raise ValueError(f"ATTN_MAX_STEPS must be an int >= 1 (a smoke run's cap on training "
+                         f"steps), or unset for none; got {raw!r}")
+    return int(raw)
 
 
 def env_cache() -> Path | None:

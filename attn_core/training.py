@@ -45,7 +45,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from .checks import check_bool, check_choice, check_int, check_real
-from .config import SEED_SALTS, env_workers, get_device
+from .config import SEED_SALTS, env_max_steps, env_workers, get_device
 from .stacked import StackedModule, stack_members
 
 __all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
@@ -198,6 +198,10 @@ class Trainer:
                                 else check_int("eval_batch_size", self.eval_batch_size))
         if self.workers is not None:
             self.workers = check_int("workers", self.workers)
+        # a smoke run (ATTN_MAX_STEPS) trains every run for at most that many steps
+        cap = env_max_steps()
+        if cap is not None and self.steps > cap:
+            self.steps = cap
         check_bool("progress", self.progress)
         if not isinstance(self.desc, str):
             raise TypeError(f"desc must be a string; got {type(self.desc).__name__}")

@@ -1,0 +1,84 @@
+"""ATTN_MAX_STEPS, the smoke run's cap: every training run stops at the cap (the same numbers
+as the first steps of the full run), nothing is cached or loaded as a real result, and the
+claims are shown, labelled, but not asserted."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pytest
+
+from attn_core import cache
+from attn_core.claims import Claims
+from attn_core.config import env_max_steps
+from attn_core.data import KeywordTask
+from attn_core.models import AttentionClassifier
+from attn_core.training import train
+
+
+@pytest.mark.parametrize("raw, want", [(None, None), ("", None), ("  ", None), ("3", 3),
+                                       (" 12 ", 12)])
+def test_env_max_steps(monkeypatch, raw, want):
+    if raw is None:
+        monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    else:
+        monkeypatch.setenv("ATTN_MAX_STEPS", raw)
+    assert env_max_steps() == want
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "2.5", "two", "1e3"])
+def test_bad_attn_max_steps_is_named(monkeypatch, raw):
+    monkeypatch.setenv("ATTN_MAX_STEPS", raw)
+    with pytest.raises(ValueError, match=r"ATTN_MAX_STEPS must be an int >= 1 .*got " +
+                       re.escape(repr(raw))):
+        env_max_steps()
+
+
+def _run(steps=6):
+    fn = functools.partial(AttentionClassifier, vocab=10, embed=4, hidden=4)
+    return train(fn, KeywordTask(6, 10), [0, 1], steps=steps, eval_every=2, batch_size=4,
+                 progress=False, workers=1)
+
+
+def test_every_run_stops_at_the_cap_with_the_full_runs_first_steps(monkeypatch):
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    full = _run()
+    monkeypatch.setenv("ATTN_MAX_STEPS", "3")
+    capped = _run()
+    assert capped.train_loss.shape == (2, 3) and capped.config["steps"] == 3
+    assert capped.eval_steps.tolist() == [0, 2, 3]
+    assert np.array_equal(capped.train_loss, full.train_loss[:, :3])
+    assert np.array_equal(capped.metrics["loss"][:, :2], full.metrics["loss"][:, :2])
+    assert _run(steps=2).train_loss.shape == (2, 2)      # under the cap: unchanged
+
+
+def test_a_smoke_run_is_never_cached_nor_loaded(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    real = cache.cached_history("smoke", {"a": 1}, _run)               # a real, saved result
+    assert len(list(tmp_path.glob("smoke-*.npz"))) == 1
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    calls = []
+    h = cache.cached_history("smoke", {"a": 1}, lambda: calls.append(1) or _run())
+    assert calls == [1] and not h.cached                              # trained, not loaded
+    assert h.train_loss.shape[1] == 2 and real.train_loss.shape[1] == 6
+    cache.cached_history("smoke", {"a": 2}, _run)
+    assert len(list(tmp_path.glob("smoke-*"))) == 1                    # nothing new saved
+    assert "[smoke] smoke: ATTN_MAX_STEPS=2: trained for at most 2 steps; not cached" in \
+        capsys.readouterr().out
+
+
+def test_claims_of_a_smoke_run_are_shown_labelled_but_not_asserted(monkeypatch, capsys):
+    c = Claims("Chapter X")
+    c.check("P1", "a number that is too small", measured=0.1, op=">=", threshold=0.5)
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    with pytest.raises(AssertionError, match="1 of 1 claims of Chapter X fail"):
+        c.assert_all()
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    c.assert_all()
+    out = capsys.readouterr().out
+    assert "smoke run (ATTN_MAX_STEPS=2): the 1 claims of Chapter X were not checked" in out
+    assert "SMOKE RUN, ATTN_MAX_STEPS=2: not checked" in c.table()
+    assert "SMOKE RUN, ATTN_MAX_STEPS=2: not checked" in c.html()
