@@ -5,14 +5,15 @@
 #   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors):
 #                            executes the notebooks one per core, training every experiment
 #                            on the engine's worker processes, then renders the HTML
-#   3. notebooks run         pytest -n 2 --nbval-lax notebooks/   (ATTN_MODE=fast; the
-#                            experiments come from step 2's results cache, labelled as loaded)
-#   4. browser check and     pytest -n 2 -m "browser or colab" ...   side by side: headless
-#      Colab rehearsal       Chromium on step 2's HTML, and chapter 1 installed the Colab way
-#                            into a fresh environment (scripts/colab_rehearsal.py)
+#   3. side by side, in one  pytest -n 2 --dist loadfile (a file per process at a time):
+#      pytest run            - the Colab rehearsal: chapter 1 installed the Colab way into a
+#                              fresh environment (scripts/colab_rehearsal.py);
+#                            - the browser check: headless Chromium on step 2's HTML;
+#                            - the notebooks under nbval-lax (ATTN_MODE=fast; the experiments
+#                              come from step 2's results cache, labelled as loaded).
 #
 # Every stage uses both cores; the stage times are printed at the end.
-# Step 4 needs Chromium; run as root, this script installs it with apt-get when missing,
+# The browser check needs Chromium; run as root, this script installs it with apt-get when missing,
 # otherwise the browser test is skipped with the reason shown in pytest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,23 +48,22 @@ timed() {  # timed LABEL COMMAND...: run a stage and remember how long it took
     times+=("$label: $((SECONDS - start)) s")
 }
 
-stage "1/4 unit tests (2 processes)"
+stage "1/3 unit tests (2 processes)"
 # ATTN_WORKERS=1: the two test processes already fill both cores (the engine tests that
 # compare worker counts ask for workers=2 themselves). Measured: running them alongside the
 # book build instead, even at the lowest priority, made the two together 65 s slower.
 timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 -m "not browser and not colab" \
     tests
 
-stage "2/4 strict book build (-W -n --keep-going; notebooks executed one per core)"
+stage "2/3 strict book build (-W -n --keep-going; notebooks executed one per core)"
 timed "book build" bash scripts/build_book.sh -W -n --keep-going --all
 
-stage "3/4 notebooks (nbval-lax, ATTN_MODE=$ATTN_MODE, two at a time)"
-timed "notebooks (nbval)" env ATTN_WORKERS=1 \
-    python -m pytest -ra -n 2 --dist loadfile --nbval-lax notebooks/
-
-stage "4/4 browser check of the built book, and the Colab rehearsal (side by side)"
-timed "browser check + Colab rehearsal" python -m pytest -ra -n 2 --dist loadfile \
-    -m "browser or colab" tests/test_browser.py tests/test_colab_rehearsal.py
+stage "3/3 Colab rehearsal, browser check and notebooks (nbval-lax), side by side"
+# One pytest run over the three (the longest files first): the browser check mostly waits
+# on Chromium, so the two processes share the cores better than three stages in a row.
+timed "Colab rehearsal + browser + notebooks" env ATTN_WORKERS=1 \
+    python -m pytest -ra -n 2 --dist loadfile --nbval-lax \
+    tests/test_colab_rehearsal.py tests/test_browser.py notebooks/
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"

@@ -519,6 +519,29 @@ def test_exercise_solutions_are_folded_and_checked(browser, chapter):
     _changed(browser)
 
 
+_CODE_OVERFLOW_JS = r"""
+(() => {
+  document.querySelectorAll('div.cell details').forEach(d => { d.open = true; });
+  const pres = [...document.querySelectorAll(
+    'div.cell div.cell_input pre, div.cell div.cell_output div.highlight pre')];
+  const longest = p => Math.max(...p.innerText.split('\n').map(l => l.length));
+  const over = pres.filter(p => p.scrollWidth > p.clientWidth + 1).map(longest);
+  return {n: pres.length, over: over, longest: Math.max(...pres.map(longest))};
+})()
+"""
+
+
+def test_code_lines_fit_the_column(browser, chapter):
+    """Every code cell, folded solutions opened, and the model source chapters 4 and 5 show,
+    fits the text column: their lines (at most 88 characters, tests/test_notebooks_stripped.py)
+    need no horizontal scrollbar."""
+    res = browser.evaluate(_CODE_OVERFLOW_JS)
+    _changed(browser)
+    assert res["n"] >= 10 and res["longest"] >= 80, res
+    assert not res["over"], (f"{chapter}: {len(res['over'])} of {res['n']} code cells need a "
+                             f"horizontal scrollbar; their longest lines: {res['over']}")
+
+
 def test_no_request_leaves_the_machine(browser, server):
     for page in (INTRO, CHAPTER1):
         if page not in _VISITS:  # this test run on its own

@@ -80,3 +80,25 @@ def test_every_cell_has_a_unique_id(path):
     ids = [c.get("id") for c in nb["cells"]]
     assert all(isinstance(i, str) and i for i in ids), "a cell has no id"
     assert len(set(ids)) == len(ids), "two cells share an id"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_model_source_shown_in_the_book_fits_the_column(path):
+    """Chapters show their model's code with ``inspect.getsource(ch.<Name>)``: those lines must
+    fit the same column as the cells' own code."""
+    import importlib
+    import inspect
+
+    nb = _load(path)
+    code = "\n".join(_source(c) for c in nb["cells"] if c["cell_type"] == "code")
+    shown = re.findall(r"inspect\.getsource\(ch\.(\w+)\)", code)
+    if not shown:
+        return
+    module = re.search(r"from attn_core\.chapters import (\w+) as ch\b", code)
+    assert module, f"{path.name} shows ch.<name> but does not import a chapter module as ch"
+    ch = importlib.import_module(f"attn_core.chapters.{module.group(1)}")
+    for name in shown:
+        long = [(i, len(line)) for i, line in enumerate(inspect.getsource(getattr(ch, name))
+                                                          .splitlines()) if len(line) > MAX_LINE]
+        assert not long, (f"{path.name} shows {module.group(1)}.{name}, whose lines (index, "
+                          f"length) {long} are longer than {MAX_LINE}")

@@ -244,9 +244,10 @@ def steps_to_level(history, level: float = SUCCESS_LEVEL) -> np.ndarray:
 class LuongSeq2Seq(nn.Module):
     """The chapter's seq2seq, one model, line by line as its equations (§1).
 
-    LSTM encoder and decoder share one embedding; the score is s_tᵀ W h_l, plus aᵀ h_l with
-    ``bias``; the context is P c_t (+ b with ``bias``) with ``head_proj``, else c_t itself.
-    Weights start at zero: build it from the engine's model with :meth:`from_seq2seq`.
+    LSTM encoder and decoder share one embedding; the score is s_tᵀ W h_l,
+    plus aᵀ h_l with ``bias``; the context is P c_t (+ b with ``bias``) with
+    ``head_proj``, else c_t itself. Weights start at zero: build it from the
+    engine's model with :meth:`from_seq2seq`.
     """
 
     def __init__(self, vocab: int, embed: int, hidden: int, head_proj: bool = True,
@@ -257,42 +258,44 @@ class LuongSeq2Seq(nn.Module):
         for name, value in (("head_proj", head_proj), ("bias", bias)):
             check_bool(name, value)
         H = hidden
-        self.emb = nn.Embedding(vocab, embed)                # shared by source and target
+        self.emb = nn.Embedding(vocab, embed)          # shared by source and target
         self.encoder = nn.LSTM(embed, H, batch_first=True)
         self.decoder = nn.LSTM(embed, H, batch_first=True)
-        self.W = nn.Parameter(torch.zeros(H, H))             # the score s_tᵀ W h_l ...
-        self.a = nn.Parameter(torch.zeros(H)) if bias else None          # ... + aᵀ h_l
-        self.P = nn.Parameter(torch.zeros(H, H)) if head_proj else None  # the context P c_t
-        self.b = nn.Parameter(torch.zeros(H)) if head_proj and bias else None    # ... + b
-        self.combine = nn.Linear(2 * H, H)                   # W_c, b_c
-        self.out = nn.Linear(H, vocab)                       # W_o, b_o
+        self.W = nn.Parameter(torch.zeros(H, H))       # the score s_tᵀ W h_l ...
+        self.a = nn.Parameter(torch.zeros(H)) if bias else None       # ... + aᵀ h_l
+        self.P = nn.Parameter(torch.zeros(H, H)) if head_proj else None     # P c_t
+        self.b = nn.Parameter(torch.zeros(H)) if head_proj and bias else None  # + b
+        self.combine = nn.Linear(2 * H, H)             # W_c, b_c
+        self.out = nn.Linear(H, vocab)                 # W_o, b_o
 
     def attend(self, s, h):
-        """Decoder states s (B, T, H), encoder states h (B, L, H) -> the context c (B, T, H)
-        and the attention alpha (B, T, L)."""
-        scores = s @ self.W @ h.transpose(1, 2)              # s_tᵀ W h_l: (B, T, L)
+        """Decoder states s (B, T, H), encoder states h (B, L, H) -> the context
+        c (B, T, H) and the attention alpha (B, T, L)."""
+        scores = s @ self.W @ h.transpose(1, 2)        # s_tᵀ W h_l: (B, T, L)
         if self.a is not None:
-            scores = scores + (h @ self.a).unsqueeze(1)      # + aᵀ h_l, the same for every t
-        alpha = torch.softmax(scores, dim=-1)                # over source positions l
-        c = alpha @ h                                        # c_t = Σ_l α_tl h_l
+            scores = scores + (h @ self.a).unsqueeze(1)  # + aᵀ h_l, the same for all t
+        alpha = torch.softmax(scores, dim=-1)          # over source positions l
+        c = alpha @ h                                  # c_t = Σ_l α_tl h_l
         if self.P is not None:
-            c = c @ self.P.T                                 # P c_t
+            c = c @ self.P.T                           # P c_t
         if self.b is not None:
-            c = c + self.b                                   # P c_t + b
+            c = c + self.b                             # P c_t + b
         return c, alpha
 
     def forward(self, src, tgt_in):
         """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V), alpha (B, T, L)."""
-        h, last = self.encoder(self.emb(src))                # h_1 .. h_L (h_L: the EOS)
-        s, _ = self.decoder(self.emb(tgt_in), last)          # s_t, from the encoder's state
+        h, last = self.encoder(self.emb(src))          # h_1 .. h_L (h_L: the EOS)
+        s, _ = self.decoder(self.emb(tgt_in), last)    # s_t, from the encoder's state
         c, alpha = self.attend(s, h)
-        o = torch.tanh(self.combine(torch.cat([s, c], dim=-1)))  # tanh(W_c [s_t; c_t] + b_c)
-        return {"logits": self.out(o), "alpha": alpha}       # p_t = softmax(logits_t)
+        # tanh(W_c [s_t; c_t] + b_c), then p_t = softmax(W_o · + b_o)
+        o = torch.tanh(self.combine(torch.cat([s, c], dim=-1)))
+        return {"logits": self.out(o), "alpha": alpha}
 
     @classmethod
     def from_seq2seq(cls, model: Seq2Seq, m: int = 0) -> "LuongSeq2Seq":
-        """Member ``m`` of the engine's stacked :class:`~attn_core.models.Seq2Seq` (one head,
-        LSTM cells, a shared embedding, learned attention) with the same weights (a copy)."""
+        """Member ``m`` of the engine's stacked :class:`~attn_core.models.Seq2Seq`
+        (one head, LSTM cells, a shared embedding, learned attention) with the same
+        weights (a copy)."""
         if not isinstance(model, Seq2Seq):
             raise TypeError(f"model must be a Seq2Seq; got {type(model).__name__}")
         m = check_int("m", m, 0, model.n_members - 1)
@@ -300,13 +303,14 @@ class LuongSeq2Seq(nn.Module):
                                 ("attention", model.attention, "learned"),
                                 ("shared_embedding", model.shared_embedding, True)):
             if got != want:
-                raise ValueError(f"model must have {name}={want!r} (chapter 4's model); "
-                                 f"got {name}={got!r}")
+                raise ValueError(f"model must have {name}={want!r} (chapter 4's "
+                                 f"model); got {name}={got!r}")
         out = cls(model.vocab, model.embed, model.hidden, model.head_proj is not None,
                   model.score_bias is not None)
         ours = {"emb.weight": model.emb.weight, "W": model.score[:, 0],
                 "a": model.score_bias, "P": model.head_proj, "b": model.proj_bias,
-                "combine.weight": model.combine.weight, "combine.bias": model.combine.bias,
+                "combine.weight": model.combine.weight,
+                "combine.bias": model.combine.bias,
                 "out.weight": model.out.weight, "out.bias": model.out.bias}
         for rnn in ("encoder", "decoder"):
             for mine, theirs in (("weight_ih_l0", "w_ih"), ("weight_hh_l0", "w_hh"),

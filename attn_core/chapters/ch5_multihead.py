@@ -385,12 +385,14 @@ def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> 
 class MultiHeadLuong(nn.Module):
     """The chapter's K-head seq2seq, one model, line by line as its equations (§1).
 
-    GRU encoder and decoder share one embedding; head k scores with W_k and projects its
-    context with P_k (no biases, no EOS token); ``reduce`` averages ("mean") or sums the
-    projected contexts. Weights start at zero: build it with :func:`readable_model`.
+    GRU encoder and decoder share one embedding; head k scores with W_k and
+    projects its context with P_k (no biases, no EOS token); ``reduce`` averages
+    ("mean") or sums the projected contexts. Weights start at zero: build it with
+    :func:`readable_model`.
     """
 
-    def __init__(self, vocab: int, embed: int, hidden: int, heads: int, reduce: str = "mean"):
+    def __init__(self, vocab: int, embed: int, hidden: int, heads: int,
+                 reduce: str = "mean"):
         super().__init__()
         for name, value in (("vocab", vocab), ("embed", embed), ("hidden", hidden),
                             ("heads", heads)):
@@ -399,14 +401,14 @@ class MultiHeadLuong(nn.Module):
         self.emb = nn.Embedding(vocab, embed)              # shared by source and target
         self.encoder = nn.GRU(embed, hidden, batch_first=True)
         self.decoder = nn.GRU(embed, hidden, batch_first=True)
-        self.W = nn.Parameter(torch.zeros(heads, hidden, hidden))  # W_k: head k's scores
-        self.P = nn.Parameter(torch.zeros(heads, hidden, hidden))  # P_k: its projection
+        self.W = nn.Parameter(torch.zeros(heads, hidden, hidden))  # W_k: scores
+        self.P = nn.Parameter(torch.zeros(heads, hidden, hidden))  # P_k: projection
         self.combine = nn.Linear(2 * hidden, hidden)       # W_c, b_c
         self.out = nn.Linear(hidden, vocab)                # W_o, b_o
 
     def attend(self, s, h):
-        """Decoder states s (B, T, H), encoder states h (B, L, H) -> the context c (B, T, H)
-        and every head's attention alpha (K, B, T, L)."""
+        """Decoder states s (B, T, H), encoder states h (B, L, H) -> the context
+        c (B, T, H) and every head's attention alpha (K, B, T, L)."""
         scores = torch.einsum("btg,kgh,blh->kbtl", s, self.W, h)  # s_tᵀ W_k h_l
         alpha = torch.softmax(scores, dim=-1)              # over source positions l
         c_k = alpha @ h                                    # c^k_t = Σ_l α^k_tl h_l
@@ -415,12 +417,14 @@ class MultiHeadLuong(nn.Module):
         return c, alpha
 
     def forward(self, src, tgt_in):
-        """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V), alpha (K, B, T, L)."""
+        """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V),
+        alpha (K, B, T, L)."""
         h, last = self.encoder(self.emb(src))              # h_1 .. h_L
-        s, _ = self.decoder(self.emb(tgt_in), last)        # s_t, from the encoder's last state
+        s, _ = self.decoder(self.emb(tgt_in), last)      # s_t, from the encoder's state
         c, alpha = self.attend(s, h)
-        o = torch.tanh(self.combine(torch.cat([s, c], dim=-1)))  # tanh(W_c [s_t; c_t] + b_c)
-        return {"logits": self.out(o), "alpha": alpha}    # p_t = softmax(logits_t)
+        # tanh(W_c [s_t; c_t] + b_c), then p_t = softmax(W_o · + b_o)
+        o = torch.tanh(self.combine(torch.cat([s, c], dim=-1)))
+        return {"logits": self.out(o), "alpha": alpha}
 
 
 def readable_model(model: Seq2Seq, m: int = 0) -> MultiHeadLuong:
