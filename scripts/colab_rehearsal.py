@@ -51,9 +51,11 @@ print(json.dumps({"version": torch.__version__, "file": torch.__file__,
 """
 
 _FINAL_CELL = """\
-import json, attn_core, torch
+import json, resource, attn_core, torch
 print("REHEARSAL " + json.dumps({"attn_core": attn_core.__file__,
-                                 "torch": torch.__version__, "torch_file": torch.__file__}))
+                                 "torch": torch.__version__, "torch_file": torch.__file__,
+                                 "kernel_peak_mb": resource.getrusage(
+                                     resource.RUSAGE_SELF).ru_maxrss // 1024}))
 """
 
 _EXECUTE = """\
@@ -160,7 +162,8 @@ def rehearse(chapter: str, where: Path, python: Path, url: str) -> dict:
     if problems:
         raise RuntimeError(f"{chapter}: " + "; ".join(problems))
     return {"chapter": chapter, "seconds": round(seconds, 1), "torch": before["version"],
-            "attn_core": seen["attn_core"], "claims": held[-1].strip()}
+            "attn_core": seen["attn_core"], "claims": held[-1].strip(),
+            "kernel_peak_mb": seen["kernel_peak_mb"]}
 
 
 def main(argv=None) -> int:
@@ -194,7 +197,7 @@ def main(argv=None) -> int:
             else:
                 print(f"[colab] {chapter}: passed in {got['seconds']:.0f} s -- torch "
                       f"{got['torch']} untouched, attn_core from {got['attn_core']}; "
-                      f"{got['claims']}")
+                      f"{got['claims']}; the kernel's peak memory {got['kernel_peak_mb']} MB")
     finally:
         if args.keep or failed:
             print(f"[colab] kept {where}")
