@@ -1,20 +1,18 @@
 """Chapter 1's exercise checkers (attn_core.exercises.ch1): each accepts its reference solution,
 rejects the usual mistakes with their specific hint, reports a stub as not attempted, and raises
-on a wrong answer passed as a solution; every checker is used in the notebook."""
+on a wrong answer passed as a solution (tests/exercise_scaffold.py);
+that the notebook uses every checker is tests/test_learning.py's."""
 
-import json
 import math
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from exercise_scaffold import scaffold_tests
 import torch
 
 from attn_core import theory
 from attn_core.exercises import ch1 as ex
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_gated_classifier.ipynb"
 R = math.sqrt(2)
 
 
@@ -131,55 +129,9 @@ WRONG = {
 
 
 # ------------------------------------------------------------------ the tests
-@pytest.mark.parametrize("name", CHECKS)
-def test_reference_solution_passes(name, capsys):
-    check, solution = CHECKS[name]
-    result = check(solution)
-    assert bool(result) is True and result.status == "right"
-    assert check(solution, solution=True)
-    assert capsys.readouterr().out.startswith("✓ ")
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the wrong answers' NaN square roots
-@pytest.mark.parametrize("name, k", [(n, k) for n in WRONG for k in range(len(WRONG[n]))])
-def test_known_wrong_answer_gets_its_hint(name, k, capsys):
-    check, _ = CHECKS[name]
-    answer, word = WRONG[name][k]
-    result = check(answer)
-    assert result.status == "wrong" and not result
-    assert word in result.message, result.message
-    assert capsys.readouterr().out.startswith("✗ ")
-
-
-@pytest.mark.parametrize("name", CHECKS)
-def test_stub_is_not_attempted(name, capsys):
-    check, _ = CHECKS[name]
-    result = check(stub)
-    assert result.status == "not attempted" and not result
-    assert capsys.readouterr().out.startswith("· ")
-
-
-@pytest.mark.parametrize("name", CHECKS)
-def test_wrong_answer_as_solution_raises(name):
-    check, _ = CHECKS[name]
-    answer, _ = WRONG[name][0]
-    with pytest.raises(AssertionError, match="fails its checker"):
-        check(answer, solution=True)
-
-
-@pytest.mark.parametrize("name", CHECKS)
-def test_bad_arguments(name):
-    check, solution = CHECKS[name]
-    with pytest.raises(TypeError, match="answer must be"):
-        check(0.931)
-    with pytest.raises(TypeError, match="solution must be True or False"):
-        check(solution, solution="yes")
-
-
-def test_every_checker_is_tested_and_has_wrong_answers():
-    names = {n for n in vars(ex) if n.startswith("check_") and hasattr(getattr(ex, n), "title")}
-    assert names == set(CHECKS) == set(WRONG)
-    assert all(len(v) >= 2 for v in WRONG.values())
+(test_reference_solution_passes, test_known_wrong_answer_gets_its_hint,
+ test_stub_is_not_attempted, test_wrong_answer_as_solution_raises, test_bad_arguments,
+ test_every_checker_is_tested_and_has_wrong_answers) = scaffold_tests(ex, CHECKS, WRONG, stub, not_an_answer=0.931)
 
 
 def test_references_agree_with_the_theory():
@@ -194,16 +146,3 @@ def test_references_agree_with_the_theory():
     # one step of the package's gradient descent is θ − η∇L with the chapter's gradient
     np.testing.assert_allclose(ex._step_reference(1.5, -0.3, 2.0, 0.1),
                                descent_step(1.5, -0.3, 2.0, 0.1), rtol=1e-9)
-
-
-def test_every_checker_is_used_in_the_notebook():
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    code = [("".join(c["source"]), c.get("metadata", {}).get("tags", []))
-            for c in cells if c["cell_type"] == "code"]
-    for name in CHECKS:
-        stub_cells = [s for s, _ in code if re.search(rf"ex\.{name}\(\w+\)", s)
-                      and "raise NotImplementedError" in s]
-        sol_cells = [s for s, tags in code if re.search(rf"ex\.{name}\(\w+, solution=True\)", s)
-                     and "hide-input" in tags]
-        assert stub_cells, f"{name} is not called in a stub cell"
-        assert sol_cells, f"{name} is not called with solution=True in a hide-input cell"

@@ -1,13 +1,11 @@
 """Chapter 2's exercise checkers (attn_core.exercises.ch2): each accepts its reference, rejects
 the usual mistakes with their specific hint, reports a stub as not attempted, and raises on a
-wrong solution; and the notebook uses every checker in a stub and in a solution cell."""
+wrong solution.
+That the notebook uses every checker in a stub and a solution cell: tests/test_learning.py."""
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +14,6 @@ import torch
 from attn_core.exercises import ch2 as ex
 from attn_core.theory import sen_curve
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_sen.ipynb"
 
 
 def _stub(*args):
@@ -199,16 +196,3 @@ def test_sen_score_inverts_the_curve():
         ex.sen_score(1.0, 0)
     with pytest.raises(TypeError, match="m must be an int >= 1"):
         ex.sen_score(1.0, 2.5)
-
-
-def test_every_checker_is_used_in_the_notebook():
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    code = [("".join(c["source"]), c.get("metadata", {}).get("tags", []))
-            for c in cells if c["cell_type"] == "code"]
-    for name in CASES:
-        stub = [s for s, _ in code if re.search(rf"\bex\.{name}\(\w+\)", s)
-                and "raise NotImplementedError" in s]
-        sol = [s for s, tags in code if re.search(rf"\bex\.{name}\(\w+, solution=True\)", s)
-               and "hide-input" in tags]
-        assert stub, f"{name}: no stub cell calls it"
-        assert sol, f"{name}: no hide-input solution cell calls it with solution=True"
