@@ -325,3 +325,16 @@ def test_full_screen_can_draw_past_its_first_round():
     full = ch.RESCUE.full
     assert full.candidate_cap() == 240 and full.n_candidates == 80
     assert ch.RESCUE.fast.candidate_cap() == ch.RESCUE.fast.n_candidates   # fast: one round
+
+
+@pytest.mark.parametrize("n_labels, ok", [(4, True), (8, True), (10, True), (1, False),
+                                          (5, False), (9, False), (12, False)])
+def test_pools_take_the_labels_of_whole_rounds(n_labels, ok):
+    cfg = RescueConfig(n_candidates=4, max_candidates=10, k_combo=2, ks=(1, 2))
+    labels = ["bad"] * n_labels
+    if ok:
+        assert len(cfg.pools(labels)["bad"]) == n_labels
+    else:
+        with pytest.raises(ValueError, match=r"labels must have one entry per candidate the "
+                                             r"screen drew \(rounds of 4: \[4, 8, 10\]\)"):
+            cfg.pools(labels)

@@ -269,9 +269,11 @@ class RescueConfig:
         """Head pools for :func:`head_combinations` from the screen's labels
         (:func:`~attn_core.metrics.classify_heads`), one per candidate drawn."""
         labels = np.asarray(labels)
-        if labels.ndim != 1 or not 1 <= len(labels) <= self.candidate_cap():
-            raise ValueError(f"labels must have one entry per candidate drawn (1 to "
-                             f"{self.candidate_cap()}); got shape {labels.shape}")
+        n, cap = self.n_candidates, self.candidate_cap()
+        drawn = sorted({min(k * n, cap) for k in range(1, -(-cap // n) + 1)})
+        if labels.ndim != 1 or len(labels) not in drawn:
+            raise ValueError(f"labels must have one entry per candidate the screen drew "
+                             f"(rounds of {n}: {drawn}); got shape {labels.shape}")
         cands = np.array(self.candidates(len(labels)))
         return {"good": [int(s) for s in cands[labels == "good"]],
                 "bad": [int(s) for s in cands[labels == "bad"]],
