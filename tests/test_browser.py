@@ -523,7 +523,7 @@ _CODE_OVERFLOW_JS = r"""
 (() => {
   document.querySelectorAll('div.cell details').forEach(d => { d.open = true; });
   const pres = [...document.querySelectorAll(
-    'div.cell div.cell_input pre, div.cell div.cell_output div.highlight pre')];
+    'div.cell div.cell_input pre, div.cell div.cell_output div.highlight-python pre')];
   const longest = p => Math.max(...p.innerText.split('\n').map(l => l.length));
   const over = pres.filter(p => p.scrollWidth > p.clientWidth + 1).map(longest);
   return {n: pres.length, over: over, longest: Math.max(...pres.map(longest))};
