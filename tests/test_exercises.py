@@ -52,6 +52,14 @@ def test_first_mistake_raises_the_first_matching_hint():
         first_mistake(np.array([[1, 3], [2, 4]]), list(variants.items()))
 
 
+def test_first_mistake_can_count_nan_in_the_same_places_as_equal():
+    got = np.array([np.nan, 2.0])
+    first_mistake(got, [("square root of a negative?", np.array([np.nan, 2.0]))])  # NaN != NaN
+    with pytest.raises(Wrong, match=r"^square root of a negative\?$"):
+        first_mistake(got, [("square root of a negative?", np.array([np.nan, 2.0]))],
+                      nan_equal=True)
+
+
 def test_checker_prints_and_raises_only_for_solutions(capsys):
     @checker("Exercise 0.1: twice")
     def check_twice(f):

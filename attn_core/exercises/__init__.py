@@ -197,9 +197,11 @@ def matches(got, want, rtol: float = 1e-5, atol: float = 1e-8,
     return bool(np.allclose(arr, want, rtol=rtol, atol=atol))
 
 
-def first_mistake(got, variants, rtol: float = 1e-6, atol: float = 1e-9) -> None:
+def first_mistake(got, variants, rtol: float = 1e-6, atol: float = 1e-9,
+                  nan_equal: bool = False) -> None:
     """Raise :class:`Wrong` with the hint of the first usual mistake that ``got`` equals
-    (:func:`matches`); ``variants`` is a dict ``{hint: value}`` or ``(hint, value)`` pairs."""
+    (:func:`matches`, with these tolerances and ``nan_equal``); ``variants`` is a dict
+    ``{hint: value}`` or ``(hint, value)`` pairs (a hint may serve several values)."""
     for hint, bad in (variants.items() if isinstance(variants, dict) else variants):
-        if matches(got, bad, rtol=rtol, atol=atol):
+        if matches(got, bad, rtol=rtol, atol=atol, nan_equal=nan_equal):
             raise Wrong(hint)

@@ -25,7 +25,7 @@ import torch
 from .. import theory
 from ..models import AttentionClassifier
 from . import (Wrong, checker, expect_close, expect_number, expect_shape,
-               matches)
+               first_mistake, matches)
 
 __all__ = ["check_time_to_one", "check_lowest_attention", "check_descent_step",
            "check_classifier_head"]
@@ -81,22 +81,20 @@ def check_time_to_one(time_to_one):
     want = np.array([_time_to_one_reference(p0, d0) for p0, d0 in TIME_CASES])
     variants = {k: np.array([_time_variants(p0, d0)[k] for p0, d0 in TIME_CASES])
                 for k in _time_variants(0.5, 0.0)}
-    if matches(got, variants["constant"], nan_equal=True):
-        raise Wrong("your time does not depend on p0 (or Δ0): the 2 in arccosh(2) comes from "
-                    "p0 = ½ -- redo the uniform-start solution with a general p0")
-    if matches(got, variants["ignores_delta"], nan_equal=True):
-        raise Wrong("right for Δ0 = 0, but not for Δ0 > 0: a head start in Δ should make p "
-                    "reach 1 sooner -- keep the sinh term of p(τ)")
-    if matches(got, variants["sinh_coef"], nan_equal=True):
-        raise Wrong("check the coefficient of sinh(√2τ) in p(τ): at τ = 0 the slope ṗ must "
-                    "equal Δ0")
-    if matches(got, variants["small_root"], nan_equal=True):
-        raise Wrong("you took the other root of the quadratic in x = e^{√2τ}: at τ = 0, x = 1 "
-                    "and p = p0 < 1, so the crossing you want has x > 1")
-    if (matches(got, variants["no_rate"], nan_equal=True)
-            or matches(got, variants["rate_twice"], nan_equal=True)):
-        raise Wrong("your times are off by a factor √2: from p̈ = 2p the exponentials are "
-                    "e^{±√2τ} -- did you drop or double the √2 when solving for τ?")
+    rate = ("your times are off by a factor √2: from p̈ = 2p the exponentials are "
+            "e^{±√2τ} -- did you drop or double the √2 when solving for τ?")
+    first_mistake(got, [
+        ("your time does not depend on p0 (or Δ0): the 2 in arccosh(2) comes from "
+         "p0 = ½ -- redo the uniform-start solution with a general p0", variants["constant"]),
+        ("right for Δ0 = 0, but not for Δ0 > 0: a head start in Δ should make p "
+         "reach 1 sooner -- keep the sinh term of p(τ)", variants["ignores_delta"]),
+        ("check the coefficient of sinh(√2τ) in p(τ): at τ = 0 the slope ṗ must "
+         "equal Δ0", variants["sinh_coef"]),
+        ("you took the other root of the quadratic in x = e^{√2τ}: at τ = 0, x = 1 "
+         "and p = p0 < 1, so the crossing you want has x > 1", variants["small_root"]),
+        (rate, variants["no_rate"]),
+        (rate, variants["rate_twice"]),
+    ], rtol=1e-5, atol=1e-8, nan_equal=True)  # matches()'s own tolerances
     for (p0, d0), g in zip(TIME_CASES, got):
         if not np.isfinite(g):
             raise Wrong(f"time_to_one({p0}, {d0}) is {g}: a log or arccosh of a number outside "

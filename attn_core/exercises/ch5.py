@@ -21,7 +21,8 @@ import torch
 
 from ..chapters.ch5_multihead import MultiHeadLuong
 from ..metrics import classify_heads
-from . import Wrong, as_array, checker, expect_close, expect_pair, expect_shape, matches
+from . import (Wrong, as_array, checker, expect_close, expect_pair, expect_shape,
+               first_mistake, matches)
 
 __all__ = ["check_multihead_attention", "check_head_labels", "check_heads_needed"]
 
@@ -252,18 +253,16 @@ def check_heads_needed(heads_needed):
                 for k in _needed_variants(0.5, 0.9)}
     if not np.all(np.isfinite(got)):
         raise Wrong("some of your K are NaN or infinite: a log of a number <= 0?")
-    if matches(got, variants["no_whole"]):
-        raise Wrong("K counts heads: it must be a whole number (the smallest one for which "
-                    "the rate reaches the target)")
-    if matches(got, variants["p_for_fail"]):
-        raise Wrong("you used p where the chance that a head is bad, 1 − p, belongs: all K "
-                    "heads are bad with probability (1 − p)^K")
-    if matches(got, variants["target_for_fail"]):
-        raise Wrong("(1 − p)^K is the chance that all K heads are bad: it must fall to "
-                    "1 − target, not to target")
-    if matches(got, variants["fixed_target"]):
-        raise Wrong("your K does not change with the target: use the target argument "
-                    "instead of a fixed 0.9")
+    first_mistake(got, [
+        ("K counts heads: it must be a whole number (the smallest one for which "
+         "the rate reaches the target)", variants["no_whole"]),
+        ("you used p where the chance that a head is bad, 1 − p, belongs: all K "
+         "heads are bad with probability (1 − p)^K", variants["p_for_fail"]),
+        ("(1 − p)^K is the chance that all K heads are bad: it must fall to "
+         "1 − target, not to target", variants["target_for_fail"]),
+        ("your K does not change with the target: use the target argument "
+         "instead of a fixed 0.9", variants["fixed_target"]),
+    ], rtol=1e-5, atol=1e-8)  # matches()'s own tolerances
     if np.any(got != np.round(got)):
         raise Wrong("K counts heads: it must be a whole number")
     for (p, t), g, w in zip(NEEDED_CASES, got, want):
