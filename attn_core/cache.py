@@ -51,11 +51,10 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
 
 from .checks import check_bool
 from .config import env_cache, env_max_steps, get_device, get_mode
-import torch
-
 from .training import GROUP_STORE, History, _eval_schedule
 
 __all__ = ["cache_dir", "cache_key", "check_cache_name", "save_history", "load_history",
@@ -243,7 +242,11 @@ def save_history(history: History, path: str | os.PathLike, meta: dict | None = 
 
 
 def _write_atomic(path: Path, payload: dict) -> None:
-    """``np.savez`` to a temporary file next to ``path``, then rename it over ``path``."""
+    """``np.savez`` to a temporary file next to ``path``, then rename it over ``path``.
+    TypeError for an object array, which np.savez would pickle."""
+    obj = sorted(k for k, v in payload.items() if v.dtype.hasobject)
+    if obj:
+        raise TypeError(f"arrays {obj} hold Python objects, which would be pickled")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
@@ -260,6 +263,20 @@ def _write_atomic(path: Path, payload: dict) -> None:
         raise
 
 
+def _read_payload(f) -> tuple[dict, dict[str, np.ndarray]]:
+    """The ``__meta__`` JSON and the other arrays of an open ``.npz`` file written by
+    :func:`_write_atomic` (never unpickled); ValueError if it has no valid ``__meta__``."""
+    with np.load(f, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    if META_KEY not in arrays:
+        raise ValueError(f"no {META_KEY!r} entry (not a file of this cache format)")
+    meta_arr = arrays.pop(META_KEY)
+    if meta_arr.shape != () or meta_arr.dtype.kind != "U":
+        raise ValueError(f"{META_KEY!r} must be a 0-d unicode array; got shape "
+                         f"{meta_arr.shape} {meta_arr.dtype}")
+    return json.loads(str(meta_arr)), arrays
+
+
 def _read_entry(path: Path) -> tuple[History, dict]:
     """Load and check one entry; ValueError naming ``path`` if it is not a valid entry.
 
@@ -267,15 +284,7 @@ def _read_entry(path: Path) -> tuple[History, dict]:
     """
     with open(path, "rb") as f:
         try:
-            with np.load(f, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-            if META_KEY not in arrays:
-                raise ValueError(f"no {META_KEY!r} entry (not a file of this cache format)")
-            meta_arr = arrays.pop(META_KEY)
-            if meta_arr.shape != () or meta_arr.dtype.kind != "U":
-                raise ValueError(f"{META_KEY!r} must be a 0-d unicode array; got shape "
-                                 f"{meta_arr.shape} {meta_arr.dtype}")
-            info = json.loads(str(meta_arr))
+            info, arrays = _read_payload(f)
             _check_info(info)
             schema = info["arrays"]
             if set(schema) != set(arrays):
@@ -376,7 +385,7 @@ class _GroupStore:
 
     def __init__(self, folder: Path, name: str):
         self.folder, self.name = folder, name
-        self.calls = self.loaded = self.saved = 0
+        self.calls = self.loaded = 0
         self._warned = False
 
     def begin(self) -> int:
@@ -392,9 +401,8 @@ class _GroupStore:
         if not path.exists():
             return None
         try:
-            with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-            info = json.loads(str(arrays.pop(META_KEY)))
+            with open(path, "rb") as f:
+                info, arrays = _read_payload(f)
             if info.get("format") != FORMAT or info.get("key") != key:
                 raise ValueError(f"saved for {info.get('key')!r}, format {info.get('format')}")
             parts = {"metrics": {}, "probes": {}, "state": {}}
@@ -429,8 +437,6 @@ class _GroupStore:
         payload.update({f"state/{k}": v.detach().cpu().numpy()
                         for k, v in model.state_dict().items()})
         try:
-            if any(v.dtype.kind == "O" for v in payload.values()):
-                raise TypeError("an object array would be pickled")
             _write_atomic(self.folder / f"{key}.npz", payload)
         except (OSError, TypeError, ValueError) as e:
             if not self._warned:
@@ -438,8 +444,6 @@ class _GroupStore:
                               f"{self.folder} ({type(e).__name__}: {e}); an interrupted run "
                               f"will start over", RuntimeWarning, stacklevel=2)
                 self._warned = True
-            return
-        self.saved += 1
 
 
 def cached_history(name: str, config: dict, compute: Callable[[], History],
@@ -456,16 +460,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
         raise TypeError(f"compute must be callable: compute() -> History; got "
                         f"{type(compute).__name__}")
     cap = env_max_steps()
-    if cap is not None:  # a smoke run: never cached as, or loaded for, a real result
-        h = compute()
-        if not isinstance(h, History):
-            raise TypeError(f"compute() must return a History; got {type(h).__name__}")
-        h.cached = False
-        if verbose:
-            print(f"[smoke] {name}: ATTN_MAX_STEPS={cap}: trained for at most {cap} steps; "
-                  f"not cached")
-        return h
-    root = cache_dir()
+    # a smoke run (ATTN_MAX_STEPS) is never cached as, or loaded for, a real result
+    root = cache_dir() if cap is None else None
     path = None if root is None else root / f"{name}-{key}.npz"
     if path is not None:
         _remove_stale_tmp(root)
@@ -516,7 +512,10 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
             warnings.warn(f"[cache] {name}: the result cannot be cached ({e}); it is returned "
                           f"but not saved to {root} (ATTN_CACHE=off disables the cache)",
                           RuntimeWarning, stacklevel=2)
-    if verbose:
+    if verbose and cap is not None:
+        print(f"[smoke] {name}: ATTN_MAX_STEPS={cap}: trained for at most {cap} steps; "
+              f"not cached")
+    elif verbose:
         where = f"; saved to {path}" if saved else ""
         print(f"[cache] {name}: computed now in {h.seconds:.0f} s ({h.execution}){where}")
     return h

@@ -2,8 +2,10 @@
 test files whose tables have this shape (chapters 1, 4 and 5):
 
 - ``checks``: ``{checker name: (checker, reference solution)}``;
-- ``wrong``: ``{checker name: [(known wrong answer, a word its hint must contain), ...]}``;
-- ``stub``: a function that raises NotImplementedError, as the notebook's stub cells do.
+- ``wrong``: ``{checker name: [(known wrong answer, a word its hint must contain), ...]}``.
+
+Every checker also gets :func:`stub`, which raises NotImplementedError as the notebook's stub
+cells do.
 
 A chapter test file binds what :func:`scaffold_tests` returns to module-level ``test_*`` names,
 which pytest then collects as that file's own tests.
@@ -14,7 +16,12 @@ from __future__ import annotations
 import pytest
 
 
-def scaffold_tests(ex, checks: dict, wrong: dict, stub, not_an_answer=4):
+def stub(*args):
+    """An unfilled exercise, as the notebooks' stub cells leave it."""
+    raise NotImplementedError("fill me in")
+
+
+def scaffold_tests(ex, checks: dict, wrong: dict, not_an_answer=4):
     """The checker tests for module ``ex`` (``attn_core.exercises.chN``), as a tuple of test
     functions: reference passes, each wrong answer gets its hint, a stub is "not attempted", a
     wrong answer passed as a solution raises, bad arguments are TypeErrors, and every checker

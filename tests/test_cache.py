@@ -134,6 +134,15 @@ def test_one_file_holds_arrays_and_metadata(tmp_path):
     assert _entries(tmp_path) == ["run.npz"]
 
 
+def test_no_object_array_is_ever_written(tmp_path):
+    """The one write path (entries and the parts of interrupted runs) refuses what np.savez
+    would pickle, and leaves nothing behind."""
+    with pytest.raises(TypeError, match=r"arrays \['b'\] hold Python objects"):
+        cache._write_atomic(tmp_path / "x.npz", {"a": np.zeros(2),
+                                                 "b": np.array([{}], dtype=object)})
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_object_arrays_are_refused(tmp_path):
     h = _history()
     h.probes["words"] = np.full((2, 4), "a", dtype=object)
@@ -442,7 +451,7 @@ def test_an_interrupted_run_resumes_with_its_finished_members(tmp_path, monkeypa
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path / "cache"))
     reference = _resumable_run(_Interrupt())()              # never interrupted, not cached
     first = _Interrupt(at_seed=2)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 2$"):
         cache.cached_history("resume", {"n": 1}, _resumable_run(first))
     parts = sorted((tmp_path / "cache").glob("resume-*.parts/*.npz"))
     assert len(parts) == 2                                  # members 0 and 1 finished, kept
@@ -462,7 +471,7 @@ def test_an_interrupted_run_resumes_with_its_finished_members(tmp_path, monkeypa
 def test_a_damaged_part_is_trained_again(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
     reference = _resumable_run(_Interrupt())()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 2$"):
         cache.cached_history("resume", {"n": 2}, _resumable_run(_Interrupt(at_seed=2)))
     parts = sorted(tmp_path.glob("resume-*.parts/*.npz"))
     parts[0].write_bytes(b"not a zip file")
@@ -476,7 +485,7 @@ def test_a_damaged_part_is_trained_again(tmp_path, monkeypatch):
 
 def test_parts_are_kept_per_computation_and_need_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 1$"):
         cache.cached_history("resume", {"n": 3}, _resumable_run(_Interrupt(at_seed=1)))
     # another configuration does not see them
     other = _Interrupt()
@@ -485,6 +494,6 @@ def test_parts_are_kept_per_computation_and_need_the_cache(tmp_path, monkeypatch
     # with the cache off nothing is kept
     before = sorted(tmp_path.glob("*.parts"))
     monkeypatch.setenv("ATTN_CACHE", "off")
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 1$"):
         cache.cached_history("resume", {"n": 5}, _resumable_run(_Interrupt(at_seed=1)))
     assert sorted(tmp_path.glob("*.parts")) == before

@@ -48,10 +48,6 @@ def classifier_head(h, alpha, w):
     return (p * beta).sum(-1), p, beta
 
 
-def stub(*args):
-    raise NotImplementedError("fill me in")
-
-
 CHECKS = {
     "check_time_to_one": (ex.check_time_to_one, time_to_one),
     "check_lowest_attention": (ex.check_lowest_attention, lowest_attention),
@@ -131,7 +127,8 @@ WRONG = {
 # ------------------------------------------------------------------ the tests
 (test_reference_solution_passes, test_known_wrong_answer_gets_its_hint,
  test_stub_is_not_attempted, test_wrong_answer_as_solution_raises, test_bad_arguments,
- test_every_checker_is_tested_and_has_wrong_answers) = scaffold_tests(ex, CHECKS, WRONG, stub, not_an_answer=0.931)
+ test_every_checker_is_tested_and_has_wrong_answers) = scaffold_tests(
+    ex, CHECKS, WRONG, not_an_answer=0.931)
 
 
 def test_references_agree_with_the_theory():

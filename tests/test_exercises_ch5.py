@@ -40,10 +40,6 @@ def heads_needed(p, target):
     return int(math.ceil(math.log(1 - target) / math.log(1 - p)))
 
 
-def stub(*args):
-    raise NotImplementedError("fill me in")
-
-
 CHECKS = {
     "check_multihead_attention": (ex.check_multihead_attention, multihead_attention),
     "check_head_labels": (ex.check_head_labels, head_labels),
@@ -126,7 +122,8 @@ WRONG = {
 # ------------------------------------------------------------------ the tests
 (test_reference_solution_passes, test_known_wrong_answer_gets_its_hint,
  test_stub_is_not_attempted, test_wrong_answer_as_solution_raises, test_bad_arguments,
- test_every_checker_is_tested_and_has_wrong_answers) = scaffold_tests(ex, CHECKS, WRONG, stub)
+ test_every_checker_is_tested_and_has_wrong_answers) = scaffold_tests(
+    ex, CHECKS, WRONG)
 
 
 def test_references_agree_with_the_formulas():
