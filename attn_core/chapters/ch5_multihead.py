@@ -221,6 +221,12 @@ class RescueConfig:
         """The most candidate heads the screen draws."""
         return self.n_candidates if self.max_candidates is None else self.max_candidates
 
+    def screen_sizes(self) -> list[int]:
+        """How many candidates the screen has drawn after each of its rounds:
+        ``n_candidates``, twice that, ... up to :meth:`candidate_cap`."""
+        n, cap = self.n_candidates, self.candidate_cap()
+        return [min(k * n, cap) for k in range(1, -(-cap // n) + 1)]
+
     def candidates(self, n: int | None = None) -> list[int]:
         """The first ``n`` candidate heads' seeds (default ``n_candidates``: one round)."""
         n = self.n_candidates if n is None else check_int("n", n, 1, self.candidate_cap())
@@ -242,19 +248,18 @@ class RescueConfig:
         too few at the cap it raises ValueError here, before any combination is trained."""
         rounds: dict[int, list[History]] = {d: [] for d in self.data_seeds}
         drawn = 0
-        while True:
-            cands = [self.candidate_offset + i
-                     for i in range(drawn, min(drawn + self.n_candidates, self.candidate_cap()))]
+        for size in self.screen_sizes():
+            cands = self.candidates(size)[drawn:]
             for d in self.data_seeds:
                 rounds[d].append(self.heads_run(cands, [d] * len(cands),
                                                 "heads-screen").run(**run_kwargs))
-            drawn += len(cands)
+            drawn = size
             screen = {d: History.concat(hs) for d, hs in rounds.items()}
             labels = self.labels(np.stack([screen[d].metrics["token_acc"][:, -1]
                                            for d in self.data_seeds], axis=1))
-            counts = {k: int((labels == k).sum()) for k in ("good", "bad", "inconsistent")}
-            if self.enough_heads(labels) or drawn >= self.candidate_cap():
+            if self.enough_heads(labels):
                 break
+        counts = {k: int((labels == k).sum()) for k in ("good", "bad", "inconsistent")}
         print(f"[screen] drew {drawn} candidate heads ({self.n_candidates} per round, at most "
               f"{self.candidate_cap()}): {counts['good']} good, {counts['bad']} bad, "
               f"{counts['inconsistent']} inconsistent")
@@ -269,11 +274,11 @@ class RescueConfig:
         """Head pools for :func:`head_combinations` from the screen's labels
         (:func:`~attn_core.metrics.classify_heads`), one per candidate drawn."""
         labels = np.asarray(labels)
-        n, cap = self.n_candidates, self.candidate_cap()
-        drawn = sorted({min(k * n, cap) for k in range(1, -(-cap // n) + 1)})
+        drawn = self.screen_sizes()
         if labels.ndim != 1 or len(labels) not in drawn:
             raise ValueError(f"labels must have one entry per candidate the screen drew "
-                             f"(rounds of {n}: {drawn}); got shape {labels.shape}")
+                             f"(rounds of {self.n_candidates}: {drawn}); got shape "
+                             f"{labels.shape}")
         cands = np.array(self.candidates(len(labels)))
         return {"good": [int(s) for s in cands[labels == "good"]],
                 "bad": [int(s) for s in cands[labels == "bad"]],
