@@ -150,8 +150,10 @@ def rehearse(chapter: str, where: Path, python: Path, url: str) -> dict:
     if seen["torch_file"] != before["file"]:
         problems.append(f"the chapter imported torch from {seen['torch_file']}, not the "
                         f"preinstalled {before['file']}")
-    if any((_site_packages(python) / n).exists() for n in ("torch", "torch-" + before["version"])):
-        problems.append("pip put a torch of its own into the new environment")
+    site = _site_packages(python)
+    own = [p.name for p in [*site.glob("torch"), *site.glob("torch-*.dist-info")]]
+    if own:
+        problems.append(f"pip put a torch of its own into the new environment: {own}")
     if not seen["attn_core"].startswith(venv):
         problems.append(f"attn_core came from {seen['attn_core']}, not the new environment "
                         f"{venv}")
