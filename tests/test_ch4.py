@@ -198,3 +198,15 @@ def test_readable_model_of_the_chapter_is_a_copy_and_checks_its_arguments():
         ch.LuongSeq2Seq(9, 4, 4, bias=1)
     with pytest.raises(ValueError, match="hidden"):
         ch.LuongSeq2Seq(9, 4, 0)
+
+
+@pytest.mark.parametrize("mode", ["fast", "full"])
+def test_long_permutation_runs_are_the_base_runs_trained_past_the_budget(mode):
+    """§2 reads the success rate at the budget off the long runs' histories: they must be the
+    base config (same seeds, data, model) with more steps, and the budget an evaluation step."""
+    from dataclasses import replace
+
+    base, long = ch.COPY_BASE.get(mode), ch.PERMUTATION_LONG.get(mode)
+    assert long.steps > base.steps
+    assert replace(long, steps=base.steps) == base
+    assert base.steps % base.eval_every == 0 and long.steps % long.eval_every == 0
