@@ -60,6 +60,22 @@ def test_first_mistake_can_count_nan_in_the_same_places_as_equal():
                       nan_equal=True)
 
 
+def test_variant_table_is_one_array_per_mistake_over_the_cases_one_call_each():
+    from attn_core.exercises import variant_table
+
+    calls = []
+
+    def variants(a, b):
+        calls.append((a, b))
+        return {"sum": a + b, "product": a * b}
+
+    table = variant_table(variants, [(1, 2), (3, 4), (5, 6)])
+    assert calls == [(1, 2), (3, 4), (5, 6)]
+    assert list(table) == ["sum", "product"]
+    np.testing.assert_array_equal(table["sum"], [3, 7, 11])
+    np.testing.assert_array_equal(table["product"], [2, 12, 30])
+
+
 def test_checker_prints_and_raises_only_for_solutions(capsys):
     @checker("Exercise 0.1: twice")
     def check_twice(f):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Wrong", "Result", "checker", "expect_close", "expect_shape", "expect_number",
-           "expect_pair", "as_array", "matches", "first_mistake", "CHECKERS"]
+           "expect_pair", "as_array", "matches", "first_mistake", "variant_table", "CHECKERS"]
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"
 _MARK = {RIGHT: "✓", WRONG: "✗", NOT_ATTEMPTED: "·"}
@@ -195,6 +195,13 @@ def matches(got, want, rtol: float = 1e-5, atol: float = 1e-8,
         ok = ~np.isnan(want)
         arr, want = arr[ok], want[ok]
     return bool(np.allclose(arr, want, rtol=rtol, atol=atol))
+
+
+def variant_table(variants, cases) -> dict[str, np.ndarray]:
+    """``{name: array over cases}`` from ``variants(*case) -> {name: value}`` (the usual
+    mistakes' answers for one case), calling ``variants`` once per case."""
+    rows = [variants(*case) for case in cases]
+    return {k: np.array([row[k] for row in rows]) for k in rows[0]}
 
 
 def first_mistake(got, variants, rtol: float = 1e-6, atol: float = 1e-9,

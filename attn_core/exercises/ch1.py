@@ -25,7 +25,7 @@ import torch
 from .. import theory
 from ..models import AttentionClassifier
 from . import (Wrong, checker, expect_close, expect_number, expect_shape,
-               first_mistake, matches)
+               first_mistake, matches, variant_table)
 
 __all__ = ["check_time_to_one", "check_lowest_attention", "check_descent_step",
            "check_classifier_head"]
@@ -79,8 +79,7 @@ def check_time_to_one(time_to_one):
     got = np.array([expect_number(time_to_one(p0, d0), f"time_to_one({p0}, {d0})")
                     for p0, d0 in TIME_CASES])
     want = np.array([_time_to_one_reference(p0, d0) for p0, d0 in TIME_CASES])
-    variants = {k: np.array([_time_variants(p0, d0)[k] for p0, d0 in TIME_CASES])
-                for k in _time_variants(0.5, 0.0)}
+    variants = variant_table(_time_variants, TIME_CASES)
     rate = ("your times are off by a factor √2: from p̈ = 2p the exponentials are "
             "e^{±√2τ} -- did you drop or double the √2 when solving for τ?")
     first_mistake(got, [

@@ -22,7 +22,7 @@ import torch
 from ..chapters.ch5_multihead import MultiHeadLuong
 from ..metrics import classify_heads
 from . import (Wrong, as_array, checker, expect_close, expect_pair, expect_shape,
-               first_mistake, matches)
+               first_mistake, matches, variant_table)
 
 __all__ = ["check_multihead_attention", "check_head_labels", "check_heads_needed"]
 
@@ -249,8 +249,7 @@ def check_heads_needed(heads_needed):
         got.append(float(x.reshape(())))
     got = np.array(got)
     want = np.array([_needed_reference(p, t) for p, t in NEEDED_CASES], dtype=float)
-    variants = {k: np.array([_needed_variants(p, t)[k] for p, t in NEEDED_CASES])
-                for k in _needed_variants(0.5, 0.9)}
+    variants = variant_table(_needed_variants, NEEDED_CASES)
     if not np.all(np.isfinite(got)):
         raise Wrong("some of your K are NaN or infinite: a log of a number <= 0?")
     first_mistake(got, [
