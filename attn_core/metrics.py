@@ -23,9 +23,9 @@ from torch import Tensor
 from .checks import (check_bool, check_bool_array, check_int, check_int_array, check_real,
                      check_real_array, check_token_ids)
 
-__all__ = ["keyword_probe", "first_step", "wilson_interval", "success_rate", "topic_purity",
-           "attended_words", "sen_probe", "eq8_rates", "rank_correlation", "t_interval",
-           "classify_heads", "verdict_repeat", "first_to_diagonal", "agreement",
+__all__ = ["keyword_probe", "first_step", "holds_from", "wilson_interval", "success_rate",
+           "topic_purity", "attended_words", "sen_probe", "eq8_rates", "rank_correlation",
+           "t_interval", "classify_heads", "verdict_repeat", "first_to_diagonal", "agreement",
            "agreement_by_member", "agreement_baseline", "kendall_tau", "alignment_accuracy", "leave_one_out"]
 
 
@@ -91,6 +91,17 @@ def first_step(steps, values, threshold: float, above: bool = True):
     hit = v > threshold if above else v < threshold
     out = np.where(hit.any(-1), steps[hit.argmax(-1)], np.nan)
     return out if np.ndim(values) > 1 else float(out[0])
+
+
+def holds_from(steps, ok):
+    """The first of ``steps`` from which ``ok`` (bool, one per step) holds to the end: the
+    first step when it holds throughout, None when it does not hold at the last step."""
+    shape = check_real_array("steps", steps, ndim=1, allow_empty=False).shape
+    ok = check_bool_array("ok", ok, shape).numpy()
+    if not ok[-1]:
+        return None
+    misses = np.flatnonzero(~ok)
+    return np.asarray(steps)[misses[-1] + 1 if len(misses) else 0].item()  # steps' own type
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:

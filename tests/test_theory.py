@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attn_core import theory
-from attn_core.metrics import first_step, wilson_interval
+from attn_core.metrics import first_step, holds_from, wilson_interval
 
 
 def test_flow_matches_closed_form():
@@ -202,3 +202,27 @@ def test_metrics_reject_nan_bools_and_int_masks():
     np.testing.assert_array_equal(occ, [2, 0, 1])
     with pytest.raises(TypeError, match="mask must be a bool mask"):
         topic_purity(x, y, 3, mask.long())
+
+
+@pytest.mark.parametrize("ok, want", [
+    ([True, True, True, True], 0),        # throughout: the first step
+    ([False, True, True, True], 20),
+    ([True, False, True, True], 40),      # a lapse: from after the last miss
+    ([False, False, False, True], 60),
+    ([True, True, True, False], None),    # not at the end
+    ([False, False, False, False], None),
+])
+def test_holds_from_is_the_step_after_the_last_miss(ok, want):
+    got = holds_from(np.array([0, 20, 40, 60]), np.array(ok))
+    assert got == want and type(got) is type(want)  # an int step stays an int
+
+
+@pytest.mark.parametrize("steps, ok, err, match", [
+    ([0, 20], np.array([True]), ValueError, "ok"),
+    ([], np.array([], dtype=bool), ValueError, "steps"),
+    ([0, 20], np.array([1, 0]), TypeError, "ok must be a bool mask"),
+    (["a", "b"], np.array([True, True]), TypeError, "steps"),
+])
+def test_holds_from_bad_input(steps, ok, err, match):
+    with pytest.raises(err, match=match):
+        holds_from(steps, ok)
