@@ -38,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CHAPTER = "01_gated_classifier"
+#: Seconds one cell may run before the rehearsal fails (--cell-timeout). Fast mode's longest
+#: cell takes well under a minute here; a kernel that stops answering fails in 5 minutes.
+CELL_TIMEOUT = 300
 KERNEL = "attn-colab-rehearsal"
 #: Left out of the "preinstalled" packages: the book's own code (an editable install).
 _OWN = ("attn_core", "__editable__", "_attn_core", "attn-core")
@@ -62,10 +65,10 @@ _EXECUTE = """\
 import json, sys
 import nbformat
 from nbclient import NotebookClient
-nb_path, out_path, kernel, cwd = sys.argv[1:5]
+nb_path, out_path, kernel, cwd, timeout = sys.argv[1:6]
 nb = nbformat.read(nb_path, as_version=4)
 nb.cells.append(nbformat.v4.new_code_cell(sys.stdin.read()))
-client = NotebookClient(nb, kernel_name=kernel, timeout=1200,
+client = NotebookClient(nb, kernel_name=kernel, timeout=int(timeout),
                         resources={"metadata": {"path": cwd}})
 try:
     client.execute()
@@ -114,7 +117,8 @@ def torch_state(python: Path) -> dict:
     return json.loads(_run([str(python), "-c", _PROBE]).stdout)
 
 
-def rehearse(chapter: str, where: Path, python: Path, url: str) -> dict:
+def rehearse(chapter: str, where: Path, python: Path, url: str,
+             cell_timeout: int = CELL_TIMEOUT) -> dict:
     """Run one chapter in the Colab-like environment; return what was checked."""
     src = ROOT / "notebooks" / f"{chapter}.ipynb"
     if not src.exists():
@@ -131,7 +135,8 @@ def rehearse(chapter: str, where: Path, python: Path, url: str) -> dict:
                VIRTUAL_ENV=str(python.parent.parent), ATTN_THREADS="1")
     before = torch_state(python)
     t0 = time.perf_counter()
-    r = subprocess.run([str(python), "-c", _EXECUTE, str(nb), str(out), KERNEL, str(run_dir)],
+    r = subprocess.run([str(python), "-c", _EXECUTE, str(nb), str(out), KERNEL, str(run_dir),
+                        str(cell_timeout)],
                        input=_FINAL_CELL, capture_output=True, text=True, env=env, cwd=run_dir)
     seconds = time.perf_counter() - t0
     if r.returncode != 0:
@@ -173,7 +178,12 @@ def main(argv=None) -> int:
     parser.add_argument("chapters", nargs="*", default=[DEFAULT_CHAPTER],
                         help="notebook names in notebooks/ (default: %(default)s), or 'all'")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, metavar="SECONDS",
+                        help="fail when one cell runs longer (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.cell_timeout < 1:
+        parser.error(f"--cell-timeout must be a whole number of seconds >= 1; "
+                     f"got {args.cell_timeout}")
     chapters = args.chapters
     if chapters == ["all"]:
         chapters = sorted(p.stem for p in (ROOT / "notebooks").glob("0*.ipynb"))
@@ -192,7 +202,7 @@ def main(argv=None) -> int:
               f"preinstalled ({time.perf_counter() - t0:.0f} s)")
         for chapter in chapters:
             try:
-                got = rehearse(chapter, where, python, url)
+                got = rehearse(chapter, where, python, url, args.cell_timeout)
             except (RuntimeError, ValueError) as e:
                 failed += 1
                 print(f"[colab] FAILED {e}")

@@ -81,13 +81,13 @@ class KeywordConfig(Experiment):
 
 #: G5 -- learned attention: relevance β separates first, attention follows.
 KEYWORD_ATTENTION = Preset(
-    fast=KeywordConfig(),
+    fast=KeywordConfig(steps=150),
     full=KeywordConfig(embed=128, hidden=128, steps=400, seeds=tuple(range(10)), lr=0.5),
 )
 
 #: G6 -- attention frozen uniform, trained long: information drifts to the last state.
 KEYWORD_UNIFORM = Preset(
-    fast=KeywordConfig(attention="uniform", steps=1000, eval_every=20),
+    fast=KeywordConfig(attention="uniform", steps=600, eval_every=20),
     full=KeywordConfig(attention="uniform", embed=128, hidden=128, steps=4000, eval_every=20,
                        seeds=tuple(range(10)), lr=0.5),
 )

@@ -239,18 +239,18 @@ class SENConfig(_FullBatchSGD):
         return f"SEN {self.variant()} m={self.m}"
 
 
-#: S1-S5. Paper: η = 0.1 for 5K epochs, 5 runs. Fast: step α = 1.0 for 1K epochs, 3 replicates
-#: (training time τ = α·epochs = 1000, twice the paper's 500). Full: α = 0.1 for 10K epochs, 5
+#: S1-S5. Paper: η = 0.1 for 5K epochs, 5 runs. Fast: step α = 1.0 for 600 epochs, 3 replicates
+#: (training time τ = α·epochs = 600, 1.2× the paper's 500). Full: α = 0.1 for 10K epochs, 5
 #: replicates (twice the paper's length, as a margin for Attn-TL, the slowest to converge).
 SEN_MAIN = Preset(
-    fast=SENConfig(lr=1.0, epochs=1000, eval_every=20, all_words=True),
+    fast=SENConfig(lr=1.0, epochs=600, eval_every=20, all_words=True),
     full=SENConfig(lr=0.1, epochs=10000, eval_every=100, seeds=(0, 1, 2, 3, 4), all_words=True),
 )
 
 #: S6 ablation: Attn-TC vs -KF (scores frozen) vs -EF (embeddings frozen), σ²/d = 0.1.
-#: Paper: η = 0.1, 60K epochs. Fast: α = 1.0 for 600 epochs (Attn-TC converges in ~200).
+#: Paper: η = 0.1, 60K epochs. Fast: α = 1.0 for 400 epochs (Attn-TC converges in ~200).
 SEN_ABLATION = Preset(
-    fast=SENConfig(classifier="TC", embed_var=0.1, lr=1.0, epochs=600, eval_every=10, eq8=True),
+    fast=SENConfig(classifier="TC", embed_var=0.1, lr=1.0, epochs=400, eval_every=10, eq8=True),
     full=SENConfig(classifier="TC", embed_var=0.1, lr=0.1, epochs=60000, eval_every=100,
                    seeds=(0, 1, 2, 3, 4), eq8=True),
 )
@@ -259,7 +259,7 @@ SEN_ABLATION = Preset(
 #: member each, with the same model seed and the same data set: a sweep of σ² alone.
 SEN_QUERY = Preset(
     fast=SENConfig(train_query=True, query_vars=(0.1, 0.5, 1.0, 2.0), seeds=(0, 0, 0, 0),
-                   data_seeds=(0, 0, 0, 0), lr=1.0, epochs=500, eval_every=10),
+                   data_seeds=(0, 0, 0, 0), lr=1.0, epochs=300, eval_every=10),
     full=SENConfig(train_query=True, query_vars=(0.1, 0.5, 1.0, 2.0), seeds=(0, 0, 0, 0),
                    data_seeds=(0, 0, 0, 0), lr=0.1, epochs=10000, eval_every=50),
 )
@@ -364,11 +364,11 @@ class PurityConfig(_FullBatchSGD):
         return f"purity {self.classifier}"
 
 
-#: S8. Paper: SST-2, η = 0.1. Fast: α = 3.0 for 600 epochs (τ = 1,800; measured: Attn-TC's
+#: S8. Paper: SST-2, η = 0.1. Fast: α = 3.0 for 500 epochs (τ = 1,500; measured: Attn-TC's
 #: rare words overtake F by epoch ~150, Attn-FC's by ~350), 3 replicates. Full: α = 0.1 for
 #: 20K epochs (τ = 2,000), 5 replicates.
 PURITY = Preset(
-    fast=PurityConfig(lr=3.0, epochs=600, eval_every=20),
+    fast=PurityConfig(lr=3.0, epochs=500, eval_every=20),
     full=PurityConfig(lr=0.1, epochs=20000, eval_every=100, seeds=(0, 1, 2, 3, 4)),
 )
 
