@@ -38,7 +38,7 @@ if [ "$(cat _build/.attn_code_stamp 2>/dev/null || true)" != "$code_stamp" ]; th
 fi
 
 echo "[build] ATTN_MODE=$ATTN_MODE (resolved: $mode) ATTN_THREADS=$ATTN_THREADS" \
-     "ATTN_WORKERS=${ATTN_WORKERS:-all cores}"
+     "ATTN_WORKERS=${ATTN_WORKERS:-unset (each notebook executed gets cores / notebooks at a time)}"
 start=$SECONDS
 # Stage 1: execute every notebook whose code has no cached execution, two or more at a time
 # (one per core; jupyter-cache's parallel executor), into the cache jupyter-book reads next.

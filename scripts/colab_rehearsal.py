@@ -144,6 +144,12 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
                            f"(executed copy: {out}):\n{r.stderr[-4000:]}")
     after = torch_state(python)
     executed = json.loads(out.read_text())
+    code = [(i, c) for i, c in enumerate(executed["cells"]) if c["cell_type"] == "code"]
+    slowest = sorted(((_cell_seconds(c), i) for i, c in code), reverse=True)[:3]
+    # the kernel's idle time between one cell's reply and the next cell's start
+    gaps = [(_stamp(c, "iopub.execute_input") - _stamp(p, "shell.execute_reply"), i)
+            for (_, p), (i, c) in zip(code, code[1:])]
+    gap = max((g for g in gaps if g[0] == g[0]), default=(0.0, None))
     text = "\n".join("".join(o.get("text", "")) for c in executed["cells"]
                      if c["cell_type"] == "code" for o in c.get("outputs", []))
     line = next(x for x in text.splitlines() if x.startswith("REHEARSAL "))
@@ -170,7 +176,24 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
         raise RuntimeError(f"{chapter}: " + "; ".join(problems))
     return {"chapter": chapter, "seconds": round(seconds, 1), "torch": before["version"],
             "attn_core": seen["attn_core"], "claims": held[-1].strip(),
-            "kernel_peak_mb": seen["kernel_peak_mb"]}
+            "kernel_peak_mb": seen["kernel_peak_mb"],
+            "slowest_cells": [(i, round(t, 1)) for t, i in slowest],
+            "largest_gap": (gap[1], round(gap[0], 1))}
+
+
+def _stamp(cell: dict, key: str) -> float:
+    """A timestamp (seconds) from an executed cell's timing metadata, or NaN."""
+    from datetime import datetime
+    value = cell.get("metadata", {}).get("execution", {}).get(key)
+    if not value:
+        return float("nan")
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _cell_seconds(cell: dict) -> float:
+    """How long a code cell of an executed notebook ran (nbclient's timing metadata), or 0."""
+    t = _stamp(cell, "shell.execute_reply") - _stamp(cell, "iopub.execute_input")
+    return t if t == t else 0.0
 
 
 def main(argv=None) -> int:
@@ -209,7 +232,9 @@ def main(argv=None) -> int:
             else:
                 print(f"[colab] {chapter}: passed in {got['seconds']:.0f} s -- torch "
                       f"{got['torch']} untouched, attn_core from {got['attn_core']}; "
-                      f"{got['claims']}; the kernel's peak memory {got['kernel_peak_mb']} MB")
+                      f"{got['claims']}; the kernel's peak memory {got['kernel_peak_mb']} MB; "
+                      f"slowest cells (index, s): {got['slowest_cells']}; largest wait "
+                      f"before a cell (index, s): {got['largest_gap']}")
     finally:
         if args.keep or failed:
             print(f"[colab] kept {where}")

@@ -8,10 +8,17 @@ executor -- one notebook per core -- into the same cache, so the build that foll
 renders. The chapters that train longest go first (measured fast-mode seconds below), so the
 cores finish together. A notebook that fails here is not cached: jupyter-book executes it
 again and reports the error (which fails a ``-W`` build).
+
+Cores are not shared twice: jupyter-cache runs min(cores, notebooks) notebooks at once, so
+unless ``ATTN_WORKERS`` is set, each notebook's engine gets cores // that many worker
+processes (1 on a 2-core machine). Measured on the 2-core CI machine (one build each, empty
+caches): 426 s of execution with one worker per notebook against 458 s with two, where four
+training processes share two vCPUs.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,9 +28,10 @@ from jupyter_cache import get_cache
 from jupyter_cache.executors import load_executor
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Fast-mode execution time of each chapter on the 2-core CI machine (seconds, measured).
-MEASURED_SECONDS = {"05_multihead": 290, "04_permutation_copy": 263, "02_sen": 121,
-                    "03_ibm1": 73, "01_gated_classifier": 45}
+#: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, two
+#: notebooks at a time (seconds, measured 2026-11-23 on a 71 GFLOP/s core).
+MEASURED_SECONDS = {"04_permutation_copy": 306, "05_multihead": 295, "02_sen": 115,
+                    "03_ibm1": 79, "01_gated_classifier": 40}
 TIMEOUT = 1200  # seconds per cell, as _config.yml's execute.timeout
 
 
@@ -34,11 +42,28 @@ def book_notebooks() -> list[Path]:
     return [ROOT / f"{f}.ipynb" for f in files]
 
 
+def workers_per_notebook(n_notebooks: int, cores: int, cpu_count: int) -> int:
+    """Engine workers for each of ``n_notebooks`` executed by a pool of ``cpu_count``
+    processes (jupyter-cache's local-parallel executor) on ``cores`` usable cores."""
+    for name, value in (("n_notebooks", n_notebooks), ("cores", cores),
+                        ("cpu_count", cpu_count)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+    return max(1, cores // min(cpu_count, n_notebooks))
+
+
 def main() -> int:
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / ".jupyter_cache"
     cache = get_cache(str(path))
     for nb in book_notebooks():
         cache.add_nb_to_project(str(nb))
+    todo = len(cache.list_unexecuted())
+    if todo and "ATTN_WORKERS" not in os.environ:
+        from attn_core.config import available_cores
+        workers = workers_per_notebook(todo, available_cores(), os.cpu_count() or 1)
+        os.environ["ATTN_WORKERS"] = str(workers)  # inherited by the notebooks' kernels
+        print(f"[execute] {todo} notebooks, {min(os.cpu_count() or 1, todo)} at a time, "
+              f"ATTN_WORKERS={workers} each")
     t0 = time.perf_counter()
     result = load_executor("local-parallel", cache=cache).run_and_cache(timeout=TIMEOUT)
     print(f"[execute] {len(result.succeeded)} executed, {len(result.excepted)} failed, "
