@@ -62,13 +62,22 @@ print("REHEARSAL " + json.dumps({"attn_core": attn_core.__file__,
 """
 
 _EXECUTE = """\
-import json, sys
+import json, logging, sys
 import nbformat
 from nbclient import NotebookClient
-nb_path, out_path, kernel, cwd, timeout = sys.argv[1:6]
+nb_path, out_path, kernel, cwd, timeout, scripts = sys.argv[1:7]
+sys.path.insert(0, scripts)
+from nbclient_wakeup import install
+install()
 nb = nbformat.read(nb_path, as_version=4)
 nb.cells.append(nbformat.v4.new_code_cell(sys.stdin.read()))
-client = NotebookClient(nb, kernel_name=kernel, timeout=int(timeout),
+# every message nbclient sees, timestamped, next to the executed copy (kept on failure)
+log = logging.getLogger("colab-rehearsal")
+handler = logging.FileHandler(out_path + ".log")
+handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+log.addHandler(handler)
+log.setLevel(logging.DEBUG)
+client = NotebookClient(nb, kernel_name=kernel, timeout=int(timeout), log=log,
                         resources={"metadata": {"path": cwd}})
 try:
     client.execute()
@@ -136,12 +145,13 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
     before = torch_state(python)
     t0 = time.perf_counter()
     r = subprocess.run([str(python), "-c", _EXECUTE, str(nb), str(out), KERNEL, str(run_dir),
-                        str(cell_timeout)],
+                        str(cell_timeout), str(ROOT / "scripts")],
                        input=_FINAL_CELL, capture_output=True, text=True, env=env, cwd=run_dir)
     seconds = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"{chapter}: the notebook failed in the Colab rehearsal "
-                           f"(executed copy: {out}):\n{r.stderr[-4000:]}")
+                           f"(executed copy: {out}; nbclient's messages: {out}.log):\n"
+                           f"{r.stderr[-4000:]}")
     after = torch_state(python)
     executed = json.loads(out.read_text())
     code = [(i, c) for i, c in enumerate(executed["cells"]) if c["cell_type"] == "code"]

@@ -27,6 +27,9 @@ import yaml
 from jupyter_cache import get_cache
 from jupyter_cache.executors import load_executor
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbclient_wakeup import install as install_wakeup  # noqa: E402 (this script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, two
 #: notebooks at a time (seconds, measured 2026-11-23 on a 71 GFLOP/s core).
@@ -64,6 +67,7 @@ def main() -> int:
         os.environ["ATTN_WORKERS"] = str(workers)  # inherited by the notebooks' kernels
         print(f"[execute] {todo} notebooks, {min(os.cpu_count() or 1, todo)} at a time, "
               f"ATTN_WORKERS={workers} each")
+    install_wakeup()  # before jupyter-cache forks its workers
     t0 = time.perf_counter()
     result = load_executor("local-parallel", cache=cache).run_and_cache(timeout=TIMEOUT)
     print(f"[execute] {len(result.succeeded)} executed, {len(result.excepted)} failed, "
