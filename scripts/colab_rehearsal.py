@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -34,6 +35,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +161,7 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
     # the kernel's idle time between one cell's reply and the next cell's start
     gaps = [(_stamp(c, "iopub.execute_input") - _stamp(p, "shell.execute_reply"), i)
             for (_, p), (i, c) in zip(code, code[1:])]
-    gap = max((g for g in gaps if g[0] == g[0]), default=(0.0, None))
+    gap = max((g for g in gaps if not math.isnan(g[0])), default=(0.0, None))
     text = "\n".join("".join(o.get("text", "")) for c in executed["cells"]
                      if c["cell_type"] == "code" for o in c.get("outputs", []))
     line = next(x for x in text.splitlines() if x.startswith("REHEARSAL "))
@@ -193,7 +195,6 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
 
 def _stamp(cell: dict, key: str) -> float:
     """A timestamp (seconds) from an executed cell's timing metadata, or NaN."""
-    from datetime import datetime
     value = cell.get("metadata", {}).get("execution", {}).get(key)
     if not value:
         return float("nan")
@@ -203,7 +204,7 @@ def _stamp(cell: dict, key: str) -> float:
 def _cell_seconds(cell: dict) -> float:
     """How long a code cell of an executed notebook ran (nbclient's timing metadata), or 0."""
     t = _stamp(cell, "shell.execute_reply") - _stamp(cell, "iopub.execute_input")
-    return t if t == t else 0.0
+    return 0.0 if math.isnan(t) else t
 
 
 def main(argv=None) -> int:

@@ -27,6 +27,9 @@ import yaml
 from jupyter_cache import get_cache
 from jupyter_cache.executors import load_executor
 
+from attn_core.checks import check_int
+from attn_core.config import available_cores
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nbclient_wakeup import install as install_wakeup  # noqa: E402 (this script's folder)
 
@@ -48,10 +51,8 @@ def book_notebooks() -> list[Path]:
 def workers_per_notebook(n_notebooks: int, cores: int, cpu_count: int) -> int:
     """Engine workers for each of ``n_notebooks`` executed by a pool of ``cpu_count``
     processes (jupyter-cache's local-parallel executor) on ``cores`` usable cores."""
-    for name, value in (("n_notebooks", n_notebooks), ("cores", cores),
-                        ("cpu_count", cpu_count)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+    n_notebooks, cores, cpu_count = (check_int(name, value) for name, value in (
+        ("n_notebooks", n_notebooks), ("cores", cores), ("cpu_count", cpu_count)))
     return max(1, cores // min(cpu_count, n_notebooks))
 
 
@@ -62,10 +63,10 @@ def main() -> int:
         cache.add_nb_to_project(str(nb))
     todo = len(cache.list_unexecuted())
     if todo and "ATTN_WORKERS" not in os.environ:
-        from attn_core.config import available_cores
-        workers = workers_per_notebook(todo, available_cores(), os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1  # jupyter-cache's pool size
+        workers = workers_per_notebook(todo, available_cores(), cpus)
         os.environ["ATTN_WORKERS"] = str(workers)  # inherited by the notebooks' kernels
-        print(f"[execute] {todo} notebooks, {min(os.cpu_count() or 1, todo)} at a time, "
+        print(f"[execute] {todo} notebooks, {min(cpus, todo)} at a time, "
               f"ATTN_WORKERS={workers} each")
     install_wakeup()  # before jupyter-cache forks its workers
     t0 = time.perf_counter()

@@ -26,12 +26,12 @@ def test_workers_per_notebook_divides_the_cores(n, cores, cpus, expected):
     assert execute_notebooks.workers_per_notebook(n, cores, cpus) == expected
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(n_notebooks=0, cores=2, cpu_count=2), "n_notebooks"),
-    (dict(n_notebooks=3, cores=0, cpu_count=2), "cores"),
-    (dict(n_notebooks=3, cores=2, cpu_count=True), "cpu_count"),
-    (dict(n_notebooks=3, cores=2.0, cpu_count=2), "cores"),
+@pytest.mark.parametrize("kwargs, name, error", [
+    (dict(n_notebooks=0, cores=2, cpu_count=2), "n_notebooks", ValueError),
+    (dict(n_notebooks=3, cores=0, cpu_count=2), "cores", ValueError),
+    (dict(n_notebooks=3, cores=2, cpu_count=True), "cpu_count", TypeError),
+    (dict(n_notebooks=3, cores=2.0, cpu_count=2), "cores", TypeError),
 ])
-def test_workers_per_notebook_rejects_bad_counts(kwargs, name):
-    with pytest.raises(ValueError, match=rf"^{name} must be an int >= 1; got"):
+def test_workers_per_notebook_rejects_bad_counts(kwargs, name, error):
+    with pytest.raises(error, match=rf"^{name} must be an int >= 1; got"):
         execute_notebooks.workers_per_notebook(**kwargs)

@@ -53,15 +53,23 @@ def test_no_timeout_polls_in_slices_forever():
 
 def test_the_deadline_still_raises_empty():
     class Never:
+        def __init__(self):
+            self.timeouts = []
+
         async def get_msg(self, timeout=None):
+            self.timeouts.append(timeout)
             await asyncio.sleep(timeout)
-            raise Empty
+            raise Empty(f"no message in poll {len(self.timeouts)}")
 
     get = wakeup.sliced(Never.get_msg, slice_seconds=0.02)
+    ch = Never()
     t0 = time.monotonic()
-    with pytest.raises(Empty):
-        run(get(Never(), timeout=0.1))
+    # the last poll's own Empty, re-raised once the deadline has passed
+    with pytest.raises(Empty, match=rf"^no message in poll \d+$") as raised:
+        run(get(ch, timeout=0.1))
     assert time.monotonic() - t0 < 1.0  # the deadline, not one slice per call forever
+    assert str(raised.value) == f"no message in poll {len(ch.timeouts)}"
+    assert len(ch.timeouts) >= 3 and all(t <= 0.02 for t in ch.timeouts)
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, True, "1"])
