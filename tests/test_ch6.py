@@ -1,0 +1,240 @@
+"""Chapter 6: the encoder-decoder Transformer, its stacked engine model and its probe."""
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core.chapters import ch6_transformer as ch
+from attn_core.chapters.ch6_transformer import (POSITIONS, StackedTransformer,
+                                                TransformerCopyConfig, TransformerSeq2Seq)
+from attn_core.data import CopyTask
+from attn_core.stacked import member, stack_members
+from attn_core.training import train
+
+SMALL = dict(d_model=8, heads=2, d_ff=16, max_len=16)
+
+
+def _batch(task, n, seed=0, members=1):
+    b = task.sample(torch.Generator().manual_seed(seed), n)
+    return {k: torch.stack([v] * members) for k, v in b.items()}
+
+
+@pytest.mark.parametrize("norm", ch.NORMS)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_a_stack_of_members_computes_each_member(positions, norm):
+    task = CopyTask(6, eos=True)
+    make = functools.partial(StackedTransformer, vocab=task.model_vocab, positions=positions,
+                             norm=norm, **SMALL)
+    stacked = make(seeds=[0, 1, 2])
+    b = _batch(task, 5, members=3)
+    out = stacked(b["src"], b["tgt_in"])
+    assert out["logits"].shape == (3, 5, 7, task.model_vocab)
+    assert out["alpha"].shape == (3, 2, 5, 7, 7)
+    for i, seed in enumerate([0, 1, 2]):
+        alone = make(seeds=[seed])(b["src"][i:i + 1], b["tgt_in"][i:i + 1])
+        torch.testing.assert_close(alone["logits"][0], out["logits"][i], atol=1e-5, rtol=0)
+        torch.testing.assert_close(alone["alpha"][0], out["alpha"][i], atol=1e-6, rtol=0)
+    # members differ, and stack_members / member round-trip the parameters exactly
+    assert not torch.allclose(out["logits"][0], out["logits"][1])
+    joined = stack_members([make(seeds=[s]) for s in (0, 1, 2)])
+    assert torch.equal(joined(b["src"], b["tgt_in"])["logits"], out["logits"])
+    one = member(stacked, 1)
+    assert one.seeds == [1] and torch.equal(
+        one(b["src"][1:2], b["tgt_in"][1:2])["logits"][0],
+        make(seeds=[1])(b["src"][1:2], b["tgt_in"][1:2])["logits"][0])
+
+
+def test_member_module_is_the_readable_model_with_the_members_weights():
+    task = CopyTask(6, eos=True)
+    stacked = StackedTransformer(task.model_vocab, seeds=[3, 4], **SMALL)
+    b = _batch(task, 4, members=2)
+    readable = stacked.member_module(1)
+    assert isinstance(readable, TransformerSeq2Seq)
+    torch.testing.assert_close(readable(b["src"][1], b["tgt_in"][1])["logits"],
+                               stacked(b["src"], b["tgt_in"])["logits"][1], atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match=r"m must be an int in \[0, 1\]"):
+        stacked.member_module(2)
+
+
+@pytest.mark.parametrize("norm", ch.NORMS)
+@pytest.mark.parametrize("positions", ["learned", "qk", "relative"])
+def test_lexical_probe_is_the_output_with_the_cross_attention_on_one_position(positions, norm):
+    task = CopyTask(6, eos=True)
+    stacked = StackedTransformer(task.model_vocab, positions=positions, norm=norm,
+                                 seeds=[0, 1], **SMALL)
+    b = _batch(task, 5, members=2)
+    beta = stacked.lexical_probe(b["src"], b["tgt_in"], b["tgt"])
+    assert beta.shape == (2, 5, 7, 7)
+    model = stacked.member_module(1)
+    src, tgt_in, tgt = b["src"][1], b["tgt_in"][1], b["tgt"][1]
+    # the forward pass with every head's α replaced by a one-hot at position l
+    for l in (0, 3, 6):
+        def one_hot(q_in, k_in, v_in, **kw):
+            out, alpha = ch.MultiHeadAttention.forward(model.cross, q_in, k_in, v_in, **kw)
+            B, T, d = q_in.shape
+            v = model.cross.v(v_in)[:, l]                       # V_l (B, d)
+            return model.cross.o(v)[:, None, :].expand(B, T, d), alpha
+        model.cross.forward = one_hot
+        p = torch.softmax(model(src, tgt_in)["logits"], -1)
+        del model.cross.forward
+        want = p.gather(-1, tgt[..., None]).squeeze(-1)
+        torch.testing.assert_close(beta[1, :, :, l], want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_the_decoder_is_causal(positions):
+    task = CopyTask(8, eos=True)
+    model = StackedTransformer(task.model_vocab, positions=positions, seeds=[0], **SMALL)
+    b = _batch(task, 3)
+    changed = b["tgt_in"].clone()
+    changed[..., 5:] = (changed[..., 5:] + 1) % task.model_vocab
+    a = model(b["src"], b["tgt_in"])["logits"]
+    c = model(b["src"], changed)["logits"]
+    torch.testing.assert_close(a[..., :5, :], c[..., :5, :], atol=1e-6, rtol=0)
+    assert not torch.allclose(a[..., 5:, :], c[..., 5:, :])
+
+
+def test_without_positions_the_source_is_a_bag_of_words():
+    task = CopyTask(8, eos=True)
+    b = _batch(task, 4)
+    shuffled = b["src"].clone()
+    shuffled[..., :8] = shuffled[..., torch.randperm(8, generator=torch.Generator()
+                                                      .manual_seed(1))]
+    # relative biases start at 0: at initialisation that model is a bag too, until they move
+    for positions, same, moved in (("none", True, False), ("learned", False, False),
+                                   ("relative", True, False), ("relative", False, True)):
+        model = StackedTransformer(task.model_vocab, positions=positions, seeds=[0], **SMALL)
+        if moved:
+            with torch.no_grad():
+                model.params["rel"].normal_(generator=torch.Generator().manual_seed(2))
+        a = model(b["src"], b["tgt_in"])["logits"]
+        c = model(shuffled, b["tgt_in"])["logits"]
+        assert torch.allclose(a, c, atol=1e-5) is same, (positions, moved)
+
+
+def test_qk_positions_never_enter_what_is_read():
+    # every source word the same: with positions only in queries and keys each encoder
+    # output is the same vector (the values carry no position); added positions differ
+    task = CopyTask(8, eos=True)
+    src = torch.full((1, 2, 9), 3, dtype=torch.long)
+    for positions, same in (("qk", True), ("learned", False)):
+        model = StackedTransformer(task.model_vocab, positions=positions, seeds=[0], **SMALL)
+        enc, _ = model.member_module(0).encode(src[0])
+        assert torch.allclose(enc, enc[:, :1].expand_as(enc), atol=1e-6) is same, positions
+
+
+def test_uniform_cross_attention_is_frozen_at_one_over_L():
+    task = CopyTask(6, eos=True)
+    model = StackedTransformer(task.model_vocab, attention="uniform", seeds=[0, 1], **SMALL)
+    b = _batch(task, 3, members=2)
+    alpha = model(b["src"], b["tgt_in"])["alpha"]
+    torch.testing.assert_close(alpha, torch.full_like(alpha, 1 / 7))
+    frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+    assert frozen == {"params.cross__q__weight", "params.cross__q__bias",
+                      "params.cross__k__weight", "params.cross__k__bias"}
+
+
+def test_sinusoidal_table():
+    pe = ch.sinusoidal_positions(5, 4)
+    assert torch.allclose(pe[:, 0], torch.sin(torch.arange(5.0)))
+    assert torch.allclose(pe[:, 1], torch.cos(torch.arange(5.0)))
+    assert torch.allclose(pe[:, 2], torch.sin(torch.arange(5.0) / 100))
+
+
+def test_training_is_bitwise_reproducible_and_the_same_in_two_workers():
+    task = CopyTask(6, eos=True)
+    fn = functools.partial(StackedTransformer, vocab=task.model_vocab, **SMALL)
+    kw = dict(steps=3, batch_size=4, eval_every=2, progress=False,
+              probes=[ch.copy_probe], execution="looped")
+    one = train(fn, task, [0, 1, 2], workers=1, **kw)
+    again = train(fn, task, [0, 1, 2], workers=1, **kw)
+    two = train(fn, task, [0, 1, 2], workers=2, **kw)
+    for other in (again, two):
+        assert np.array_equal(one.train_loss, other.train_loss)
+        for k in one.metrics:
+            assert np.array_equal(one.metrics[k], other.metrics[k]), k
+        for k in one.probes:
+            assert np.array_equal(one.probes[k], other.probes[k]), k
+    assert not np.array_equal(one.train_loss[0], one.train_loss[1])
+    assert set(one.probes) == {"beta_align_acc", "attn_map"}
+
+
+def test_batched_training_matches_looped():
+    task = CopyTask(6, eos=True)
+    fn = functools.partial(StackedTransformer, vocab=task.model_vocab, **SMALL)
+    kw = dict(steps=3, batch_size=4, eval_every=3, progress=False, workers=1)
+    looped = train(fn, task, [0, 1], execution="looped", **kw)
+    batched = train(fn, task, [0, 1], execution="batched", **kw)
+    np.testing.assert_allclose(looped.train_loss, batched.train_loss, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(positions="rotary"), ValueError, r"positions must be one of \('learned'"),
+    (dict(norm="sandwich"), ValueError, r"norm must be one of \('pre', 'post'\)"),
+    (dict(d_model=10, heads=4), ValueError, r"d_model \(10\) must be a multiple of heads \(4\)"),
+    (dict(d_model=8.0), TypeError, r"d_model must be an int"),
+    (dict(attention="hard"), ValueError, r"attention must be one of \('learned', 'uniform'\)"),
+    (dict(seeds=[]), ValueError, r"seeds"),
+])
+def test_bad_model_arguments(kwargs, error, match):
+    args = dict(vocab=7, **SMALL)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        StackedTransformer(**args)
+
+
+def test_bad_inputs_are_refused():
+    model = StackedTransformer(7, seeds=[0, 1], **SMALL)
+    ok = torch.zeros(2, 3, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"src has leading dimension 1 but the model has 2"):
+        model(ok[:1], ok[:1])
+    with pytest.raises(ValueError, match=r"tgt_in must be a \(S, B, length\) tensor"):
+        model(ok, ok[0])
+    with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 6\] \(vocab=7\)"):
+        model(ok + 7, ok)
+    with pytest.raises(ValueError, match=r"same batch size; got 3 and 2"):
+        model(ok, ok[:, :2])
+    long_src = torch.zeros(2, 3, 17, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"length 17 exceed max_len=16"):
+        model(long_src, ok)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(positions="alibi"), r"TransformerCopyConfig.positions must be one of"),
+    (dict(d_model=30, heads=4), r"TransformerCopyConfig.d_model \(30\) must be a multiple"),
+    (dict(distribution="distinct", vocab=10), r"TransformerCopyConfig.vocab"),
+    (dict(steps=0), r"TransformerCopyConfig.steps"),
+])
+def test_bad_config_fields_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TransformerCopyConfig(**kwargs)
+
+
+def test_config_builds_the_model_it_describes():
+    cfg = TransformerCopyConfig(length=6, positions="relative", norm="post", d_model=8,
+                                heads=2, d_ff=16, seeds=(0, 1))
+    task = cfg.task()
+    model = cfg.model_fn(task)(seeds=[5])
+    base = model.member_module(0)
+    assert (base.positions, base.norm, base.d_model, base.heads) == ("relative", "post", 8, 2)
+    assert cfg.cache_name() == "transformer-relative"
+    h = TransformerCopyConfig(length=6, d_model=8, heads=2, d_ff=16, seeds=(0,), steps=2,
+                              eval_every=1).train(progress=False)
+    assert h.metrics["token_acc"].shape == (1, 3) and "attn_acc" in h.metrics
+
+
+def test_pos_std_scales_the_learned_positions_draw():
+    a = StackedTransformer(7, pos_std=1.0, seeds=[0], **SMALL).params["pos"]
+    b = StackedTransformer(7, pos_std=0.02, seeds=[0], **SMALL).params["pos"]
+    torch.testing.assert_close(b, 0.02 * a)
+    # the rest of the member is drawn the same (positions come after the embedding)
+    ea = StackedTransformer(7, pos_std=1.0, seeds=[0], **SMALL).params["emb__weight"]
+    eb = StackedTransformer(7, pos_std=0.02, seeds=[0], **SMALL).params["emb__weight"]
+    assert torch.equal(ea, eb)
+    assert TransformerCopyConfig(pos_std=0.0).pos_std == 0.0
+    with pytest.raises(ValueError, match=r"TransformerCopyConfig.pos_std"):
+        TransformerCopyConfig(pos_std=-0.1)
+    with pytest.raises(ValueError, match=r"pos_std must be"):
+        StackedTransformer(7, pos_std=-1.0, **SMALL)
