@@ -238,3 +238,21 @@ def test_pos_std_scales_the_learned_positions_draw():
         TransformerCopyConfig(pos_std=-0.1)
     with pytest.raises(ValueError, match=r"pos_std must be"):
         StackedTransformer(7, pos_std=-1.0, **SMALL)
+
+
+def test_separate_decoder_positions_change_nothing_else():
+    task = CopyTask(6, eos=True)
+    shared = StackedTransformer(task.model_vocab, seeds=[4], **SMALL)
+    apart = StackedTransformer(task.model_vocab, shared_positions=False, seeds=[4], **SMALL)
+    assert set(apart.params) == set(shared.params) | {"pos_dec"}
+    for name, t in shared.params.items():
+        assert torch.equal(t, apart.params[name]), name
+    assert not torch.allclose(apart.params["pos_dec"], apart.params["pos"])
+    # the decoder reads pos_dec: moving it moves the logits
+    b = _batch(task, 3)
+    before = apart(b["src"], b["tgt_in"])["logits"]
+    with torch.no_grad():
+        apart.params["pos_dec"].add_(1.0)
+    assert not torch.allclose(before, apart(b["src"], b["tgt_in"])["logits"])
+    with pytest.raises(TypeError, match="shared_positions must be True or False"):
+        StackedTransformer(7, shared_positions=1, **SMALL)

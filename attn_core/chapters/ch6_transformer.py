@@ -134,11 +134,13 @@ class TransformerSeq2Seq(nn.Module):
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
                  positions: str = "learned", norm: str = "pre", attention: str = "learned",
-                 max_len: int = 64, pos_std: float = 1.0):
+                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True):
         super().__init__()
         self.vocab = check_int("vocab", vocab, 2)
         # the learned positions' initial scale, against the token embeddings' N(0, 1)
         self.pos_std = check_real("pos_std", pos_std, 0.0)
+        # one table of learned positions for both sides, or the decoder its own
+        self.shared_positions = check_bool("shared_positions", shared_positions)
         d = self.d_model = check_int("d_model", d_model)
         self.heads = check_int("heads", heads)
         check_int("d_ff", d_ff)
@@ -159,14 +161,19 @@ class TransformerSeq2Seq(nn.Module):
         # LayerNorms: encoder 2 + final, decoder 3 + final ("post": the finals are unused)
         self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(7))
         self.out = nn.Linear(d, vocab)
+        if positions in ("learned", "qk") and not shared_positions:
+            # registered last: drawn after everything else, so the rest of a member is the
+            # shared-positions model of the same seed
+            self.pos_dec = nn.Parameter(torch.randn(max_len, d))
 
     # -------------------------------------------------------------------- positions
-    def _absolute(self, n: int, device) -> Tensor | None:
+    def _absolute(self, n: int, device, decoder: bool = False) -> Tensor | None:
         """The position vectors added to positions 0..n-1 (None for "none"/"relative")."""
         if n > self.max_len:
             raise ValueError(f"sequences of length {n} exceed max_len={self.max_len}")
         if self.positions in ("learned", "qk"):
-            return self.pos[:n]
+            table = self.pos if self.shared_positions or not decoder else self.pos_dec
+            return table[:n]
         if self.positions == "sinusoidal":
             return sinusoidal_positions(n, self.d_model, device)
         return None
@@ -210,7 +217,7 @@ class TransformerSeq2Seq(nn.Module):
         """tgt_in (B, T) -> the decoder's residual stream just before the cross-attention
         (B, T, d) and its position vectors for "qk" (else None)."""
         T = tgt_in.shape[1]
-        z, p = self.emb(tgt_in), self._absolute(T, tgt_in.device)
+        z, p = self.emb(tgt_in), self._absolute(T, tgt_in.device, decoder=True)
         if p is not None and self.positions != "qk":
             z = z + p
 
@@ -287,13 +294,14 @@ class StackedTransformer(StackedModule):
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
                  positions: str = "learned", norm: str = "pre", attention: str = "learned",
-                 max_len: int = 64, pos_std: float = 1.0, seeds: Sequence[int] = (0,)):
+                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True,
+                 seeds: Sequence[int] = (0,)):
         super().__init__()
         self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
         kwargs = dict(vocab=vocab, d_model=d_model, heads=heads, d_ff=d_ff,
                       positions=positions, norm=norm, attention=attention, max_len=max_len,
-                      pos_std=pos_std)
+                      pos_std=pos_std, shared_positions=shared_positions)
         base = TransformerSeq2Seq(**kwargs)
         self.vocab, self.heads, self.attention = base.vocab, base.heads, base.attention
         # the readable module, not registered: its parameters are replaced by each member's
@@ -366,26 +374,28 @@ class _Probe(nn.Module):
 
 def _draw(base: nn.Module, g: torch.Generator) -> dict[str, Tensor]:
     """One member's parameters: PyTorch's default initialisation of each of ``base``'s
-    parameters, drawn in registration order from ``g``: Linear weight and bias
-    U(±1/√fan_in), Embedding N(0, 1), learned positions N(0, pos_std²), LayerNorm 1 and 0, the
-    relative-position biases 0."""
+    parameters, drawn in the order of ``named_modules`` from ``g`` (the decoder's own
+    positions, if any, last): Linear weight and bias U(±1/√fan_in), Embedding N(0, 1),
+    learned positions N(0, pos_std²), LayerNorm 1 and 0, the relative-position biases 0."""
+    params = [(f"{mod_name}.{p_name}" if mod_name else p_name, mod, p_name, p)
+              for mod_name, mod in base.named_modules()
+              for p_name, p in mod.named_parameters(recurse=False)]
+    params.sort(key=lambda item: item[0] == "pos_dec")  # stable: only pos_dec moves
     out = {}
-    for mod_name, mod in base.named_modules():
-        for p_name, p in mod.named_parameters(recurse=False):
-            name = f"{mod_name}.{p_name}" if mod_name else p_name
-            t = torch.empty_like(p)
-            if isinstance(mod, nn.Linear):
-                bound = 1.0 / math.sqrt(mod.in_features)
-                t.uniform_(-bound, bound, generator=g)
-            elif isinstance(mod, nn.LayerNorm):
-                t.fill_(1.0 if p_name == "weight" else 0.0)
-            elif isinstance(mod, nn.Embedding):
-                t.normal_(0.0, 1.0, generator=g)
-            elif p_name == "pos":
-                t.normal_(0.0, base.pos_std, generator=g)
-            else:  # rel
-                t.zero_()
-            out[name] = t
+    for name, mod, p_name, p in params:
+        t = torch.empty_like(p)
+        if isinstance(mod, nn.Linear):
+            bound = 1.0 / math.sqrt(mod.in_features)
+            t.uniform_(-bound, bound, generator=g)
+        elif isinstance(mod, nn.LayerNorm):
+            t.fill_(1.0 if p_name == "weight" else 0.0)
+        elif isinstance(mod, nn.Embedding):
+            t.normal_(0.0, 1.0, generator=g)
+        elif p_name in ("pos", "pos_dec"):
+            t.normal_(0.0, base.pos_std, generator=g)
+        else:  # rel
+            t.zero_()
+        out[name] = t
     return out
 
 
@@ -425,6 +435,7 @@ class TransformerCopyConfig(Experiment):
     d_ff: int = 128
     positions: str = "learned"
     pos_std: float = 1.0
+    shared_positions: bool = True
     norm: str = "pre"
     attention: str = "learned"
     batch_size: int = 32
@@ -457,6 +468,7 @@ class TransformerCopyConfig(Experiment):
                                  d_model=self.d_model, heads=self.heads, d_ff=self.d_ff,
                                  positions=self.positions, norm=self.norm,
                                  attention=self.attention, pos_std=self.pos_std,
+                                 shared_positions=self.shared_positions,
                                  max_len=max(64, task.length + 2))
 
     def probes(self, task) -> list:
