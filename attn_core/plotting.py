@@ -33,6 +33,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from .checks import check_bool, check_real, check_str
 
@@ -224,6 +225,9 @@ def heatmap(ax, matrix, *, colorbar: bool = False, **imshow_kwargs):
                          f"shape {arr.shape}")
     im = ax.imshow(arr, **{"cmap": "viridis", "aspect": "auto", **imshow_kwargs})
     ax.grid(False)
+    # rows and columns are indices: ticks on whole numbers only (not 0.0, 2.5, ...)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(integer=True))
     if colorbar:
         ax.figure.colorbar(im, ax=ax, shrink=0.8)
     return im

@@ -177,3 +177,20 @@ def test_heatmap_has_no_grid_lines_and_optional_colorbar():
     assert not any(line.get_visible() for line in ax.get_xgridlines() + ax.get_ygridlines())
     assert len(fig.axes) == 2  # the image and its colorbar
     plt.close(fig)
+
+
+@pytest.mark.parametrize("shape", [(20, 20), (4, 7), (41, 41)])
+def test_heatmap_ticks_sit_on_whole_rows_and_columns(shape):
+    # rows and columns are indices: a tick at 2.5 would name a row that does not exist
+    import numpy as np
+
+    from attn_core.plotting import heatmap, set_style
+
+    set_style()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    heatmap(ax, np.random.default_rng(0).random(shape))
+    fig.canvas.draw()
+    for ticks, n in ((ax.get_xticks(), shape[1]), (ax.get_yticks(), shape[0])):
+        shown = [t for t in ticks if -0.5 <= t <= n - 0.5]
+        assert shown and all(float(t).is_integer() for t in shown), ticks
+    plt.close(fig)
