@@ -30,17 +30,18 @@ S > 1), so the code shown in the chapter is the code that trains.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ..checks import check_bool, check_choice, check_int, check_real, check_seeds
+from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
+                      check_token_ids)
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
 from ..models import ATTENTION_MODES, Seq2Seq
 from ..stacked import StackedModule, generators
@@ -347,14 +348,12 @@ class StackedTransformer(StackedModule):
         _check_pair(src, tgt_in, self.n_members, self.vocab)
         if not isinstance(tgt, Tensor) or tgt.shape != tgt_in.shape:
             raise ValueError(f"tgt must be a tensor shaped like tgt_in {tuple(tgt_in.shape)}")
-        from ..checks import check_token_ids
         check_token_ids("tgt", tgt, self.vocab)
         return self._call(_Probe(self._base), "model.", src, tgt_in, tgt)
 
     def member_module(self, m: int = 0) -> TransformerSeq2Seq:
         """Member ``m`` as a plain :class:`TransformerSeq2Seq` with its weights (a copy)."""
         m = check_int("m", m, 0, self.n_members - 1)
-        import copy
         out = copy.deepcopy(self._base)
         out.load_state_dict({n: t.detach()[m].clone() for n, t in
                              self._member_params().items()}, strict=False)
@@ -400,7 +399,6 @@ def _draw(base: nn.Module, g: torch.Generator) -> dict[str, Tensor]:
 
 
 def _check_pair(src, tgt_in, n_members: int, vocab: int) -> None:
-    from ..checks import check_token_ids
     for name, t in (("src", src), ("tgt_in", tgt_in)):
         if not isinstance(t, Tensor) or t.dim() != 3:
             raise ValueError(f"{name} must be a (S, B, length) tensor of token ids; got "
