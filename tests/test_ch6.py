@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from attn_core.chapters import ch6_transformer as ch
+from attn_core.chapters.ch4_copy import copy_probe
 from attn_core.chapters.ch6_transformer import (POSITIONS, StackedTransformer,
                                                 TransformerCopyConfig, TransformerSeq2Seq)
 from attn_core.data import CopyTask
@@ -147,7 +148,7 @@ def test_training_is_bitwise_reproducible_and_the_same_in_two_workers():
     task = CopyTask(6, eos=True)
     fn = functools.partial(StackedTransformer, vocab=task.model_vocab, **SMALL)
     kw = dict(steps=3, batch_size=4, eval_every=2, progress=False,
-              probes=[ch.copy_probe], execution="looped")
+              probes=[copy_probe], execution="looped")
     one = train(fn, task, [0, 1, 2], workers=1, **kw)
     again = train(fn, task, [0, 1, 2], workers=1, **kw)
     two = train(fn, task, [0, 1, 2], workers=2, **kw)

@@ -31,7 +31,7 @@ from ..training import EXECUTIONS
 from ._experiment import Experiment, check_history
 from .ch3_ibm1 import run_proxy
 
-__all__ = ["CopyConfig", "COPY_BASE", "PERMUTATION_LONG", "copy_probe", "control", "SUCCESS_LEVEL", "succeeded",
+__all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe", "control", "SUCCESS_LEVEL", "succeeded",
            "success_rate", "scaled_count_table", "run_proxy", "AUTHORS_CODE_FAST",
            "MODEL_ABLATION_FAST", "no_attention_accuracy", "MIXTURE",
            "MIXTURE_REFERENCE", "steps_to_level", "LuongSeq2Seq"]
@@ -73,8 +73,31 @@ MODEL_ABLATION_FAST = {
     "authors": (True, True, True, 2, 20),
 }
 
+class CopyTraining:
+    """What every copy-task config shares, whatever its model (this chapter's
+    :class:`CopyConfig`, chapter 6's Transformer): the task fields ``distribution``,
+    ``length``, ``vocab``, ``attention`` and ``execution`` checked by :meth:`_check_copy_task`,
+    the probe :func:`copy_probe`, and the engine's arguments from the training fields
+    (``steps``, ``batch_size``, ``lr``, ``eval_every``, ``eval_batch_size``, ``execution``)."""
+
+    def _check_copy_task(self) -> None:
+        cls = type(self).__name__
+        check_choice(f"{cls}.distribution", self.distribution, COPY_DISTRIBUTIONS)
+        copy_vocab(self.length, self.distribution, self.vocab, f"{cls}.vocab")
+        check_choice(f"{cls}.attention", self.attention, ATTENTION_MODES)
+        check_choice(f"{cls}.execution", self.execution, EXECUTIONS)
+
+    def probes(self, task) -> list:
+        return [copy_probe]
+
+    def train_kwargs(self) -> dict:
+        return dict(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
+                    eval_every=self.eval_every, eval_batch_size=self.eval_batch_size,
+                    execution=self.execution)
+
+
 @dataclass(frozen=True)
-class CopyConfig(Experiment):
+class CopyConfig(CopyTraining, Experiment):
     """Sequence copying with an LSTM seq2seq and Luong attention (SZKS §3.3), by default the
     authors' model (Sea-Snell/AttentionDynamics, ``SequenceCopying/seq2seq_model.py``):
     1-layer unidirectional LSTMs, one embedding shared by source and target, a bilinear score
@@ -114,12 +137,8 @@ class CopyConfig(Experiment):
 
     def __post_init__(self):
         super().__post_init__()
-        cls = type(self).__name__
-        check_choice(f"{cls}.distribution", self.distribution, COPY_DISTRIBUTIONS)
-        copy_vocab(self.length, self.distribution, self.vocab, f"{cls}.vocab")
-        check_choice(f"{cls}.cell", self.cell, RNN_CELLS)
-        check_choice(f"{cls}.attention", self.attention, ATTENTION_MODES)
-        check_choice(f"{cls}.execution", self.execution, EXECUTIONS)
+        self._check_copy_task()
+        check_choice(f"{type(self).__name__}.cell", self.cell, RNN_CELLS)
 
     def task(self) -> CopyTask:
         perm = None
@@ -134,14 +153,6 @@ class CopyConfig(Experiment):
                                  hidden=self.hidden, heads=self.heads, cell=self.cell,
                                  attention=self.attention, head_proj=self.head_proj,
                                  bias=self.bias)
-
-    def probes(self, task) -> list:
-        return [copy_probe]
-
-    def train_kwargs(self) -> dict:
-        return dict(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
-                    eval_every=self.eval_every, eval_batch_size=self.eval_batch_size,
-                    execution=self.execution)
 
     def label(self, task) -> str:
         return f"copy {self.distribution} V={task.vocab} ({self.attention})"

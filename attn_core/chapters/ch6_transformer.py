@@ -42,12 +42,11 @@ from torch.func import functional_call
 
 from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
                       check_token_ids)
-from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
+from ..data import CopyTask
 from ..models import ATTENTION_MODES, Seq2Seq
 from ..stacked import StackedModule, generators
-from ..training import EXECUTIONS
 from ._experiment import Experiment
-from .ch4_copy import copy_probe
+from .ch4_copy import CopyTraining
 
 __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions"]
@@ -414,12 +413,13 @@ def _check_pair(src, tgt_in, n_members: int, vocab: int) -> None:
 
 # ------------------------------------------------------------------------- experiments
 @dataclass(frozen=True)
-class TransformerCopyConfig(Experiment):
+class TransformerCopyConfig(CopyTraining, Experiment):
     """Chapter 4's copy tasks (:class:`~attn_core.data.CopyTask`) with the Transformer:
     ``distribution``/``vocab``/``length``/``eos`` as in chapter 4's
     :class:`~attn_core.chapters.ch4_copy.CopyConfig`; the model's size, ``positions``,
     ``norm`` and ``attention`` ("uniform": cross-attention frozen at 1/L) as in
-    :class:`TransformerSeq2Seq`; Adam as everywhere in the book."""
+    :class:`TransformerSeq2Seq`; Adam as everywhere in the book. Probe and engine arguments
+    as chapter 4's (:class:`~attn_core.chapters.ch4_copy.CopyTraining`)."""
 
     name = "transformer"
     nonnegative_floats = ("pos_std",)
@@ -446,13 +446,10 @@ class TransformerCopyConfig(Experiment):
 
     def __post_init__(self):
         super().__post_init__()
+        self._check_copy_task()
         cls = type(self).__name__
-        check_choice(f"{cls}.distribution", self.distribution, COPY_DISTRIBUTIONS)
-        copy_vocab(self.length, self.distribution, self.vocab, f"{cls}.vocab")
         check_choice(f"{cls}.positions", self.positions, POSITIONS)
         check_choice(f"{cls}.norm", self.norm, NORMS)
-        check_choice(f"{cls}.attention", self.attention, ATTENTION_MODES)
-        check_choice(f"{cls}.execution", self.execution, EXECUTIONS)
         check_bool(f"{cls}.eos", self.eos)
         if self.d_model % self.heads:
             raise ValueError(f"{cls}.d_model ({self.d_model}) must be a multiple of "
@@ -468,14 +465,6 @@ class TransformerCopyConfig(Experiment):
                                  attention=self.attention, pos_std=self.pos_std,
                                  shared_positions=self.shared_positions,
                                  max_len=max(64, task.length + 2))
-
-    def probes(self, task) -> list:
-        return [copy_probe]
-
-    def train_kwargs(self) -> dict:
-        return dict(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
-                    eval_every=self.eval_every, eval_batch_size=self.eval_batch_size,
-                    execution=self.execution)
 
     def cache_name(self) -> str:
         return f"{self.name}-{self.positions}"
