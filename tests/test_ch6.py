@@ -191,12 +191,17 @@ def test_bad_inputs_are_refused():
     ok = torch.zeros(2, 3, 4, dtype=torch.long)
     with pytest.raises(ValueError, match=r"src has leading dimension 1 but the model has 2"):
         model(ok[:1], ok[:1])
-    with pytest.raises(ValueError, match=r"tgt_in must be a \(S, B, length\) tensor"):
+    with pytest.raises(ValueError, match=r"tgt_in must have shape \(S, B, T\); got \(3, 4\)"):
         model(ok, ok[0])
     with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 6\] \(vocab=7\)"):
         model(ok + 7, ok)
-    with pytest.raises(ValueError, match=r"same batch size; got 3 and 2"):
+    with pytest.raises(ValueError, match=r"src \(2, 3, 4\) and tgt_in \(2, 2, 4\) must "
+                                         r"share their first two dimensions \(S, B\)"):
         model(ok, ok[:, :2])
+    with pytest.raises(ValueError, match=r"src must not be empty"):
+        model(ok[..., :0], ok)
+    with pytest.raises(ValueError, match=r"tgt must have shape \(2, 3, 4\); got \(2, 3, 3\)"):
+        model.lexical_probe(ok, ok, ok[..., :3])
     long_src = torch.zeros(2, 3, 17, dtype=torch.long)
     with pytest.raises(ValueError, match=r"length 17 exceed max_len=16"):
         model(long_src, ok)

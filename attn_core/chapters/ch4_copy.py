@@ -31,8 +31,8 @@ from ..training import EXECUTIONS
 from ._experiment import Experiment, check_history
 from .ch3_ibm1 import run_proxy
 
-__all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe", "control", "SUCCESS_LEVEL", "succeeded",
-           "success_rate", "scaled_count_table", "run_proxy", "AUTHORS_CODE_FAST",
+__all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe",
+           "control", "SUCCESS_LEVEL", "succeeded", "success_rate", "scaled_count_table", "run_proxy", "AUTHORS_CODE_FAST",
            "MODEL_ABLATION_FAST", "no_attention_accuracy", "MIXTURE",
            "MIXTURE_REFERENCE", "steps_to_level", "LuongSeq2Seq"]
 

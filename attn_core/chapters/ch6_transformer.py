@@ -43,7 +43,7 @@ from torch.func import functional_call
 from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
                       check_token_ids)
 from ..data import CopyTask
-from ..models import ATTENTION_MODES, Seq2Seq
+from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
 from .ch4_copy import CopyTraining
@@ -337,17 +337,15 @@ class StackedTransformer(StackedModule):
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """``logits`` (S, B, T, V) and the cross-attention ``alpha`` (S, K, B, T, L)."""
-        _check_pair(src, tgt_in, self.n_members, self.vocab)
+        _check_inputs(src, tgt_in, self.n_members, self.vocab)
         out = self._call(self._base, "", src, tgt_in)
         return {"logits": out["logits"], "alpha": out["alpha"].transpose(1, 2)}
 
     @torch.no_grad()
     def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
         """Every member's :meth:`TransformerSeq2Seq.lexical_probe`: (S, B, T, L)."""
-        _check_pair(src, tgt_in, self.n_members, self.vocab)
-        if not isinstance(tgt, Tensor) or tgt.shape != tgt_in.shape:
-            raise ValueError(f"tgt must be a tensor shaped like tgt_in {tuple(tgt_in.shape)}")
-        check_token_ids("tgt", tgt, self.vocab)
+        _check_inputs(src, tgt_in, self.n_members, self.vocab)
+        _check_indices("tgt", tgt, tgt_in.shape, self.vocab)
         return self._call(_Probe(self._base), "model.", src, tgt_in, tgt)
 
     def member_module(self, m: int = 0) -> TransformerSeq2Seq:
@@ -355,7 +353,7 @@ class StackedTransformer(StackedModule):
         m = check_int("m", m, 0, self.n_members - 1)
         out = copy.deepcopy(self._base)
         out.load_state_dict({n: t.detach()[m].clone() for n, t in
-                             self._member_params().items()}, strict=False)
+                             self._member_params().items()})
         return out
 
 
@@ -397,18 +395,16 @@ def _draw(base: nn.Module, g: torch.Generator) -> dict[str, Tensor]:
     return out
 
 
-def _check_pair(src, tgt_in, n_members: int, vocab: int) -> None:
+def _check_inputs(src, tgt_in, n_members: int, vocab: int) -> None:
+    """Seq2Seq's check of the two batches ((S, B, L) and (S, B, T), non-empty, the same S and
+    B), then one batch per member and ids in [0, vocab): the readable model's plain
+    embedding would otherwise fail inside the per-member call."""
+    _check_pair("src", src, "tgt_in", tgt_in)
     for name, t in (("src", src), ("tgt_in", tgt_in)):
-        if not isinstance(t, Tensor) or t.dim() != 3:
-            raise ValueError(f"{name} must be a (S, B, length) tensor of token ids; got "
-                             f"{getattr(t, 'shape', type(t).__name__)}")
         if t.shape[0] != n_members:
             raise ValueError(f"{name} has leading dimension {t.shape[0]} but the model has "
                              f"{n_members} members")
         check_token_ids(name, t, vocab)
-    if src.shape[1] != tgt_in.shape[1]:
-        raise ValueError(f"src and tgt_in must have the same batch size; got {src.shape[1]} "
-                         f"and {tgt_in.shape[1]}")
 
 
 # ------------------------------------------------------------------------- experiments
