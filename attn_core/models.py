@@ -318,7 +318,15 @@ class Seq2Seq(StackedModule):
         s_part = torch.baddbmm(self.combine.bias.unsqueeze(1), dec.reshape(S, -1, H),
                                w_s.transpose(1, 2)).view(S, B, T, 1, H)
         h_part = torch.bmm(enc.reshape(S, -1, H), w_h.transpose(1, 2)).view(S, B, 1, L, H)
-        logp = torch.log_softmax(self.out(torch.tanh(s_part + h_part)), dim=-1)
+        # W_o tanh(z) + b_o with tanh(z) = 2 σ(2z) - 1, the factors folded into the small
+        # tensors: (2 W_o) σ(2 s_part + 2 h_part) + (b_o - W_o 1). One pass of σ over the
+        # (B, T, L, H) pairs instead of tanh, which this CPU build computes ~4x slower than σ;
+        # the probe takes about half the time (equal to the tanh form to float rounding).
+        u = (2 * s_part + 2 * h_part).sigmoid_().view(S, -1, H)
+        w_o = self.out.weight
+        b_o = -w_o.sum(-1) if self.out.bias is None else self.out.bias - w_o.sum(-1)
+        logits = torch.baddbmm(b_o.unsqueeze(1), u, 2 * w_o.transpose(1, 2))
+        logp = torch.log_softmax(logits.view(S, B, T, L, -1), dim=-1)
         idx = tgt.view(S, B, T, 1, 1).expand(S, B, T, L, 1)
         return logp.gather(-1, idx).squeeze(-1).exp()
 
