@@ -126,6 +126,31 @@ def test_qk_positions_never_enter_what_is_read():
         assert torch.allclose(enc, enc[:, :1].expand_as(enc), atol=1e-6) is same, positions
 
 
+@pytest.mark.parametrize("positions, cross_sees_positions",
+                         [("qk", True), ("qk-cross", True), ("qk-self", False)])
+def test_qk_variants_tell_only_their_attentions_where_they_are(positions,
+                                                                cross_sees_positions):
+    # every source and target word the same: the values never carry a position, so the
+    # encoder outputs are all one vector, and the cross-attention can prefer one position
+    # over another only if its own queries and keys are given the positions
+    task = CopyTask(8, eos=True)
+    src = torch.full((1, 2, 9), 3, dtype=torch.long)
+    model = StackedTransformer(task.model_vocab, positions=positions, seeds=[0], **SMALL)
+    enc, _ = model.member_module(0).encode(src[0])
+    torch.testing.assert_close(enc, enc[:, :1].expand_as(enc))
+    alpha = model(src, src)["alpha"]
+    uniform = torch.allclose(alpha, torch.full_like(alpha, 1 / 9), atol=1e-6)
+    assert uniform is not cross_sees_positions, positions
+    # the encoder's self-attention: without positions it is permutation-equivariant
+    words = torch.randperm(9, generator=torch.Generator().manual_seed(0))[None]
+    order = torch.tensor([[3, 0, 8, 1, 5, 2, 7, 4, 6]])
+    one = model.member_module(0)
+    a, _ = one.encode(words)
+    b, _ = one.encode(words[:, order[0]])
+    equivariant = torch.allclose(a[:, order[0]], b, atol=1e-5)
+    assert equivariant is (positions == "qk-cross"), positions
+
+
 def test_uniform_cross_attention_is_frozen_at_one_over_L():
     task = CopyTask(6, eos=True)
     model = StackedTransformer(task.model_vocab, attention="uniform", seeds=[0, 1], **SMALL)

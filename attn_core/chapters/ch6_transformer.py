@@ -19,6 +19,9 @@ experiment's main switch (:data:`POSITIONS`):
 - ``"qk"`` -- learned positions added only to the inputs of the queries and keys of every
   attention, never to the values or the residual stream: position can steer *where* a head
   looks but is never part of *what* it reads;
+- ``"qk-cross"`` / ``"qk-self"`` -- as ``"qk"``, but only the cross-attention's queries and
+  keys / only the two self-attentions' queries and keys get the positions (the ablation
+  that asks which attention needs to be told where it is);
 - ``"relative"`` -- no absolute positions; every attention adds a learned bias per head and
   offset t - l (clipped at ``max_len``), T5-style.
 
@@ -52,7 +55,9 @@ __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions"]
 
 #: How positions reach the model (see the module docstring).
-POSITIONS = ("learned", "sinusoidal", "none", "qk", "relative")
+POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
+#: The variants whose learned positions enter queries and keys only.
+_QK = ("qk", "qk-cross", "qk-self")
 #: Where each sub-layer's LayerNorm sits: "pre" (before the sub-layer, inside the residual
 #: branch; a final LayerNorm on each side) or "post" (after the residual sum, Vaswani et al.).
 NORMS = ("pre", "post")
@@ -149,7 +154,7 @@ class TransformerSeq2Seq(nn.Module):
         self.norm = check_choice("norm", norm, NORMS)
         self.attention = check_choice("attention", attention, ATTENTION_MODES)
         self.emb = nn.Embedding(vocab, d)          # shared by source and target words
-        if positions in ("learned", "qk"):
+        if positions in ("learned",) + _QK:
             self.pos = nn.Parameter(torch.randn(max_len, d))
         if positions == "relative":   # a bias per attention, head and offset t - l
             self.rel = nn.Parameter(torch.zeros(3, heads, 2 * max_len - 1))
@@ -161,7 +166,7 @@ class TransformerSeq2Seq(nn.Module):
         # LayerNorms: encoder 2 + final, decoder 3 + final ("post": the finals are unused)
         self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(7))
         self.out = nn.Linear(d, vocab)
-        if positions in ("learned", "qk") and not shared_positions:
+        if positions in ("learned",) + _QK and not shared_positions:
             # registered last: drawn after everything else, so the rest of a member is the
             # shared-positions model of the same seed
             self.pos_dec = nn.Parameter(torch.randn(max_len, d))
@@ -171,7 +176,7 @@ class TransformerSeq2Seq(nn.Module):
         """The position vectors added to positions 0..n-1 (None for "none"/"relative")."""
         if n > self.max_len:
             raise ValueError(f"sequences of length {n} exceed max_len={self.max_len}")
-        if self.positions in ("learned", "qk"):
+        if self.positions in ("learned",) + _QK:
             table = self.pos if self.shared_positions or not decoder else self.pos_dec
             return table[:n]
         if self.positions == "sinusoidal":
@@ -198,35 +203,35 @@ class TransformerSeq2Seq(nn.Module):
     # ----------------------------------------------------------------- the two sides
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:
         """src (B, L) -> encoder output H (B, L, d) and the position vectors used for the
-        keys of the cross-attention ("qk"; else None)."""
+        keys of the cross-attention ("qk", "qk-cross"; else None)."""
         L = src.shape[1]
         x, p = self.emb(src), self._absolute(L, src.device)
-        if p is not None and self.positions != "qk":
+        if p is not None and self.positions not in _QK:
             x = x + p
 
         def attend(n):
-            qk_in = n + p if self.positions == "qk" else n
+            qk_in = n + p if self.positions in ("qk", "qk-self") else n
             return self.enc_attn(qk_in, qk_in, n, bias=self._bias(0, L, L))
 
         h, _ = self._block(0, x, attend)
         h, _ = self._block(1, h, lambda n: (self.enc_ffn(n), None))
         return (self.ln[2](h) if self.norm == "pre" else h), (
-            p if self.positions == "qk" else None)
+            p if self.positions in ("qk", "qk-cross") else None)
 
     def decode_to_cross(self, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
         """tgt_in (B, T) -> the decoder's residual stream just before the cross-attention
-        (B, T, d) and its position vectors for "qk" (else None)."""
+        (B, T, d) and its position vectors for "qk", "qk-cross" (else None)."""
         T = tgt_in.shape[1]
         z, p = self.emb(tgt_in), self._absolute(T, tgt_in.device, decoder=True)
-        if p is not None and self.positions != "qk":
+        if p is not None and self.positions not in _QK:
             z = z + p
 
         def attend(n):
-            qk_in = n + p if self.positions == "qk" else n
+            qk_in = n + p if self.positions in ("qk", "qk-self") else n
             return self.dec_attn(qk_in, qk_in, n, bias=self._bias(1, T, T), causal=True)
 
         y, _ = self._block(3, z, attend)
-        return y, (p if self.positions == "qk" else None)
+        return y, (p if self.positions in ("qk", "qk-cross") else None)
 
     def cross_attend(self, y: Tensor, enc: Tensor, p_dec, p_enc):
         """The cross-attention sub-layer: (new y (B, T, d), α (B, K, T, L))."""
