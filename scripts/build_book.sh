@@ -52,4 +52,5 @@ echo "$mode" > _build/.attn_mode
 echo "$code_stamp" > _build/.attn_code_stamp
 echo "[build] stage times: execute notebooks $((executed - start)) s," \
      "render $((SECONDS - executed)) s; done in $((SECONDS - start)) s"
+python scripts/core_speed.py | sed 's/^/[build] /'
 echo "[build] open: $(pwd)/_build/html/index.html"

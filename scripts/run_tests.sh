@@ -67,3 +67,4 @@ timed "Colab rehearsal + browser + notebooks" env ATTN_WORKERS=1 \
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"
+python scripts/core_speed.py | sed 's/^/  /'   # the times above depend on it
