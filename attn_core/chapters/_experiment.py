@@ -143,6 +143,13 @@ class Experiment:
         """``(model seeds, data seeds or None, member_kwargs or None)`` for the engine."""
         return list(self.seeds), None, None
 
+    def first_members(self, n: int):
+        """This config with only its first ``n`` members (seeds): what
+        :func:`attn_core.stored.stored_run` re-runs live. Each member trains on its own seeds,
+        so member i of the two configs is the same run."""
+        n = check_int("n", n, 1, len(self.seeds))
+        return dataclasses.replace(self, seeds=tuple(self.seeds[:n]))
+
     def label(self, task) -> str:
         """The progress bar's label."""
         return self.cache_name()

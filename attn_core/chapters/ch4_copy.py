@@ -34,7 +34,7 @@ from .ch3_ibm1 import run_proxy
 __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe",
            "control", "SUCCESS_LEVEL", "succeeded", "success_rate", "scaled_count_table", "run_proxy", "AUTHORS_CODE_FAST",
            "MODEL_ABLATION_FAST", "no_attention_accuracy", "MIXTURE",
-           "MIXTURE_REFERENCE", "steps_to_level", "LuongSeq2Seq"]
+           "MIXTURE_REFERENCE", "steps_to_level", "LuongSeq2Seq", "stored_configs"]
 
 #: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
 SUCCESS_LEVEL = 0.95
@@ -346,3 +346,12 @@ class LuongSeq2Seq(nn.Module):
                  for k, v in ours.items() if v is not None}
         out.load_state_dict(state)
         return out
+
+
+def stored_configs() -> list[CopyConfig]:
+    """The fast-mode runs chapter 4 shows from :mod:`attn_core.stored` (ten and four seeds
+    computed once by ``scripts/store_results.py``; the book re-runs the first ones live)."""
+    base = COPY_BASE.fast
+    return [PERMUTATION_LONG.fast, control(base),
+            replace(base, distribution="iid", seeds=base.seeds[:4]),
+            MIXTURE.fast, MIXTURE_REFERENCE.fast]

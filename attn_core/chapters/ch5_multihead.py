@@ -35,7 +35,8 @@ from ._experiment import Experiment, check_history
 from .ch4_copy import COPY_BASE, CopyConfig, control
 
 __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
-           "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model"]
+           "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model",
+           "stored_configs"]
 
 #: The three kinds of K-head combinations of SZKS Fig. 2 right.
 COMBINATION_KINDS = ("all bad", "one good", "random")
@@ -102,6 +103,10 @@ class HeadsRun(Experiment):
                                  hidden=c.hidden, heads=c.heads, cell=c.cell,
                                  attention=c.attention, head_proj=self.head_proj,
                                  head_reduce=self.head_reduce, bias=c.bias)
+
+    def first_members(self, n: int) -> "HeadsRun":
+        n = check_int("n", n, 1, len(self.head_seeds))
+        return replace(self, head_seeds=self.head_seeds[:n], data_seeds=self.data_seeds[:n])
 
     def seeds_and_members(self):
         heads = [list(h) if isinstance(h, tuple) else h for h in self.head_seeds]
@@ -238,21 +243,33 @@ class RescueConfig:
         labels = np.asarray(labels)
         return bool((labels == "good").sum() >= 1 and (labels == "bad").sum() >= self.k_combo)
 
-    def screen(self, **run_kwargs) -> dict[int, History]:
+    def screen(self, live: int | None = None, atol: float = 2e-3,
+               **run_kwargs) -> dict[int, History]:
         """Every candidate head as a one-head model, on every data stream: ``{stream: History}``
         with one member per candidate drawn.
 
         Candidates are drawn ``n_candidates`` at a time (each round trained on every stream,
         cached on its own) until the labels give a good head and ``k_combo`` bad ones
         (:meth:`enough_heads`) or ``max_candidates`` are drawn; it says how many it drew. With
-        too few at the cap it raises ValueError here, before any combination is trained."""
+        too few at the cap it raises ValueError here, before any combination is trained.
+        With ``live`` (fast mode) every round comes from :func:`attn_core.stored.stored_run`:
+        stored once, its first ``live`` candidates re-run now and checked to ``atol``. The
+        members are batched, and a pair re-run now is stacked differently from the stored
+        groups of eight, so float rounding differs: measured, 1e-6 in the loss and one
+        held-out token of 1,280 (0.0008) in the accuracy; ``atol`` allows two."""
+        from ..stored import stored_run
+
+        def run(config):
+            return (config.run(**run_kwargs) if live is None
+                    else stored_run(config, live, atol=atol))
+
         rounds: dict[int, list[History]] = {d: [] for d in self.data_seeds}
         drawn = 0
         for size in self.screen_sizes():
             cands = self.candidates(size)[drawn:]
             for d in self.data_seeds:
-                rounds[d].append(self.heads_run(cands, [d] * len(cands),
-                                                "heads-screen").run(**run_kwargs))
+                rounds[d].append(run(self.heads_run(cands, [d] * len(cands),
+                                                    "heads-screen")))
             drawn = size
             screen = {d: History.concat(hs) for d, hs in rounds.items()}
             labels = self.labels(np.stack([screen[d].metrics["token_acc"][:, -1]
@@ -467,3 +484,11 @@ def readable_model(model: Seq2Seq, m: int = 0) -> MultiHeadLuong:
     state["P"] = proj.detach().clone()
     out.load_state_dict(state)
     return out
+
+
+def stored_configs() -> list[HeadsRun]:
+    """The fast-mode runs chapter 5 shows from :mod:`attn_core.stored`: the screen's first
+    round on every data stream (``RESCUE.fast.screen(live=...)``)."""
+    cfg = RESCUE.fast
+    cands = cfg.candidates(cfg.screen_sizes()[0])
+    return [cfg.heads_run(cands, [d] * len(cands), "heads-screen") for d in cfg.data_seeds]

@@ -1,0 +1,109 @@
+"""attn_core.stored: stored runs load only for their own configuration, their first members are
+re-run live and must match, a changed computation is caught, and every run the chapters load
+this way is stored (scripts/store_results.py)."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from attn_core import stored
+from attn_core.cache import _read_entry, save_history
+from attn_core.chapters import ch4_copy, ch5_multihead
+from attn_core.chapters.ch4_copy import CopyConfig
+
+TINY = CopyConfig(length=5, embed=8, hidden=8, steps=12, eval_every=4, eval_batch_size=8,
+                  batch_size=4, seeds=(0, 1, 2))
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setattr(stored, "STORE", tmp_path / "stored")
+    monkeypatch.setenv("ATTN_MODE", "fast")
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    return tmp_path / "stored"
+
+
+def test_a_stored_run_loads_and_its_live_members_match(store, capsys):
+    path = stored.store(TINY, progress=False)
+    assert path.parent == store and path.exists()
+    h = stored.stored_run(TINY, live=2)
+    out = capsys.readouterr().out
+    assert "[stored]" in out and "members 0..1 re-run now match" in out
+    assert h.stored and h.n_members == 3 and h.live.n_members == 2
+    fresh = TINY.train(progress=False)       # what the stored entry must hold
+    for k, v in fresh.metrics.items():
+        np.testing.assert_array_equal(h.metrics[k], v)
+
+
+def test_the_entry_is_keyed_by_the_whole_configuration(store):
+    stored.store(TINY, progress=False)
+    assert stored.stored_path(TINY) != stored.stored_path(replace(TINY, steps=16))
+    with pytest.raises(ValueError, match=r"no stored result.*scripts/store_results\.py"):
+        stored.stored_run(replace(TINY, steps=16))
+
+
+def test_a_changed_computation_is_caught(store):
+    path = stored.store(TINY, progress=False)
+    h, info = _read_entry(path)
+    h.metrics["token_acc"] = h.metrics["token_acc"].copy()
+    h.metrics["token_acc"][1, -1] += 0.01          # member 1 no longer what training gives
+    save_history(h, path, meta=info["meta"])
+    with pytest.raises(stored.StoredMismatch, match=r"'token_acc' by up to 0\.01.*store_results"):
+        stored.stored_run(TINY, live=2)
+    stored.stored_run(TINY, live=1)                 # member 0 is still right
+
+
+def test_an_entry_stored_for_another_config_is_refused(store):
+    path = stored.store(TINY, progress=False)
+    h, info = _read_entry(path)
+    meta = json.loads(json.dumps(info["meta"]))
+    meta["stored_config"]["steps"] = 99
+    save_history(h, path, meta=meta)
+    with pytest.raises(ValueError, match="stored for another configuration"):
+        stored.stored_run(TINY)
+
+
+def test_full_mode_and_smoke_runs_train_instead(store, monkeypatch, capsys):
+    monkeypatch.setenv("ATTN_MODE", "full")
+    h = stored.stored_run(TINY)                     # nothing stored: trained (and cached)
+    assert not getattr(h, "stored", False) and h.n_members == 3
+    assert "[cache]" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="ATTN_MODE=fast"):
+        stored.store(TINY, progress=False)
+
+
+@pytest.mark.parametrize("live, err", [(0, ValueError), (True, ValueError), (1.0, ValueError),
+                                       (4, ValueError)])
+def test_bad_live_counts_are_refused(store, live, err):
+    stored.store(TINY, progress=False)
+    with pytest.raises(err, match="live must"):
+        stored.stored_run(TINY, live=live)
+
+
+def test_bad_arguments_name_themselves(store):
+    with pytest.raises(TypeError, match="config must be an experiment config"):
+        stored.stored_path({"steps": 3})
+    with pytest.raises(ValueError, match="atol"):
+        stored.stored_run(TINY, atol=-1.0)
+
+
+def test_first_members_keep_each_members_seeds():
+    assert TINY.first_members(2).seeds == (0, 1)
+    run = ch5_multihead.stored_configs()[0]
+    first = run.first_members(3)
+    assert first.head_seeds == run.head_seeds[:3] and first.data_seeds == run.data_seeds[:3]
+    with pytest.raises(ValueError, match="n"):
+        TINY.first_members(4)
+
+
+def test_every_run_the_chapters_load_stored_is_stored():
+    configs = ch4_copy.stored_configs() + ch5_multihead.stored_configs()
+    for cfg in configs:
+        path = stored.stored_path(cfg)
+        assert path.exists(), f"{path.name} missing: run python scripts/store_results.py"
+        h, info = _read_entry(path)
+        assert info["meta"]["stored_config"] == json.loads(json.dumps(cfg.cache_config()))
+        assert h.n_members == len(getattr(cfg, "seeds", getattr(cfg, "head_seeds", ())))
