@@ -35,9 +35,10 @@ from nbclient_wakeup import install as install_wakeup  # noqa: E402 (this script
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, two
-#: notebooks at a time (seconds, measured 2026-11-23 on a 71 GFLOP/s core).
-MEASURED_SECONDS = {"04_permutation_copy": 306, "05_multihead": 295, "02_sen": 115,
-                    "03_ibm1": 79, "01_gated_classifier": 40}
+#: notebooks at a time (seconds, measured 2026-11-24 on an 86-90 GFLOP/s core, chapters 4 and
+#: 5 with their stored runs): the longest go first, so the two cores finish together.
+MEASURED_SECONDS = {"05_multihead": 125, "04_permutation_copy": 102, "02_sen": 90,
+                    "03_ibm1": 53, "06_transformer": 50, "01_gated_classifier": 25}
 TIMEOUT = 1200  # seconds per cell, as _config.yml's execute.timeout
 
 

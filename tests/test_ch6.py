@@ -287,3 +287,48 @@ def test_separate_decoder_positions_change_nothing_else():
     assert not torch.allclose(before, apart(b["src"], b["tgt_in"])["logits"])
     with pytest.raises(TypeError, match="shared_positions must be True or False"):
         StackedTransformer(7, shared_positions=1, **SMALL)
+
+
+# --------------------------------------------------------------- the stored sweep (chapter)
+def test_the_stored_sweep_has_every_condition_with_its_own_configuration():
+    from attn_core.chapters.ch6_transformer import SWEEP_CONDITIONS, load_sweep, sweep_config
+    rows = load_sweep()
+    assert set(rows) == set(SWEEP_CONDITIONS)
+    for name, row in rows.items():
+        cfg = sweep_config(name)
+        assert row["seeds"] == list(cfg.seeds)
+        acc = np.array(row["token_acc"])
+        assert acc.shape == (len(cfg.seeds), len(row["eval_steps"]))
+        np.testing.assert_allclose(acc[:, -1], row["final_token_acc"], atol=1e-4)
+
+
+def test_a_stored_sweep_row_of_another_configuration_is_refused(tmp_path):
+    import json
+
+    from attn_core.chapters.ch6_transformer import SWEEP_FILE, load_sweep
+    rows = json.loads(SWEEP_FILE.read_text())
+    rows["qk-self"]["config"]["steps"] = 299
+    bad = tmp_path / "sweep.json"
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"row 'qk-self' was computed with another config"):
+        load_sweep(bad)
+    del rows["qk-self"]
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"has no row 'qk-self'.*sweep\.py"):
+        load_sweep(bad)
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_sweep(bad)
+    with pytest.raises(ValueError, match="is missing"):
+        load_sweep(tmp_path / "nothing.json")
+
+
+def test_sweep_config_names_its_arguments():
+    from attn_core.chapters.ch6_transformer import sweep_config
+    cfg = sweep_config("qk-self, control", seeds=[0, 1])
+    assert (cfg.positions, cfg.distribution, cfg.vocab, cfg.seeds) == (
+        "qk-self", "distinct", 30, (0, 1))
+    with pytest.raises(ValueError, match="name must be one of"):
+        sweep_config("qk")
+    with pytest.raises(TypeError, match="base must be a TransformerCopyConfig"):
+        sweep_config("learned", base=object())

@@ -35,24 +35,29 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
+from ..config import Preset
 from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
                       check_token_ids)
 from ..data import CopyTask
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
-from .ch4_copy import CopyTraining
+from .ch4_copy import SUCCESS_LEVEL, CopyTraining
 
 __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
-           "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions"]
+           "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions",
+           "TRANSFORMER_BASE", "SWEEP_CONDITIONS", "sweep_config", "load_sweep",
+           "SUCCESS_LEVEL"]
 
 #: How positions reach the model (see the module docstring).
 POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
@@ -473,3 +478,81 @@ class TransformerCopyConfig(CopyTraining, Experiment):
     def label(self, task) -> str:
         return (f"transformer {self.distribution} V={task.vocab} ({self.positions} "
                 f"positions, {self.attention})")
+
+
+#: The chapter's Transformer on chapter 4's fast task (L = 20 + EOS, batch 32, 300 steps,
+#: ten seeds). Full: chapter 4's full task (L = 40, batch 128) with a wider model -- not
+#: run at that size on this project's CPUs (see the chapter's notes).
+TRANSFORMER_BASE = Preset(
+    fast=TransformerCopyConfig(),
+    full=TransformerCopyConfig(length=40, d_model=128, heads=4, d_ff=256, batch_size=128,
+                               eval_every=10, eval_batch_size=128,
+                               seeds=tuple(range(20))),
+)
+
+#: The chapter's stored sweep: condition name -> (fields of TRANSFORMER_BASE.fast, task),
+#: task "permutation" or "control" (L distinct words of 1.5 L, chapter 4's control).
+SWEEP_CONDITIONS = {
+    "learned": ({}, "permutation"),
+    "learned, control": ({}, "control"),
+    "small positions": ({"pos_std": 0.02}, "permutation"),
+    "small positions, control": ({"pos_std": 0.02}, "control"),
+    "qk-cross": ({"positions": "qk-cross"}, "permutation"),
+    "qk-cross, small positions": ({"positions": "qk-cross", "pos_std": 0.02}, "permutation"),
+    "qk-self": ({"positions": "qk-self"}, "permutation"),
+    "qk-self, control": ({"positions": "qk-self"}, "control"),
+    "uniform": ({"attention": "uniform"}, "permutation"),
+    "uniform, control": ({"attention": "uniform"}, "control"),
+    "none": ({"positions": "none"}, "permutation"),
+    "pos_std 0.5": ({"pos_std": 0.5}, "permutation"),
+    "pos_std 0.3": ({"pos_std": 0.3}, "permutation"),
+    "pos_std 0.1": ({"pos_std": 0.1}, "permutation"),
+    "sinusoidal": ({"positions": "sinusoidal"}, "permutation"),
+    "relative": ({"positions": "relative"}, "permutation"),
+}
+
+#: Where the stored sweep lives (written by ``benchmarks/ch6_prototype/sweep.py``).
+SWEEP_FILE = Path(__file__).with_name("data") / "ch6_sweep.json"
+
+
+def sweep_config(name: str, seeds: Sequence[int] | None = None,
+                 base: TransformerCopyConfig | None = None) -> TransformerCopyConfig:
+    """The configuration of sweep condition ``name`` (a key of :data:`SWEEP_CONDITIONS`),
+    on ``base`` (default ``TRANSFORMER_BASE.fast``), optionally with other ``seeds``."""
+    name = check_choice("name", name, tuple(SWEEP_CONDITIONS))
+    base = TRANSFORMER_BASE.fast if base is None else base
+    if not isinstance(base, TransformerCopyConfig):
+        raise TypeError(f"base must be a TransformerCopyConfig; got {type(base).__name__}")
+    fields, task = SWEEP_CONDITIONS[name]
+    cfg = replace(base, **fields)
+    if task == "control":
+        cfg = replace(cfg, distribution="distinct", vocab=int(1.5 * cfg.length))
+    if seeds is not None:
+        cfg = replace(cfg, seeds=tuple(check_seeds("seeds", seeds)))
+    return cfg
+
+
+def load_sweep(path: str | Path | None = None) -> dict:
+    """The stored sweep: condition name -> its row (config, seeds, final and per-evaluation
+    token accuracy, attention accuracy and β alignment). Raises ValueError naming the file
+    if a row is missing, or if a row's stored configuration is not :func:`sweep_config`'s
+    -- a stored result is never shown for a configuration it was not computed with."""
+    path = SWEEP_FILE if path is None else Path(path)
+    try:
+        rows = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"the stored sweep {path} is missing: run "
+                         f"python benchmarks/ch6_prototype/sweep.py") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
+                         f"python benchmarks/ch6_prototype/sweep.py again") from None
+    for name in SWEEP_CONDITIONS:
+        want = json.loads(json.dumps(asdict(sweep_config(name))))
+        if name not in rows:
+            raise ValueError(f"the stored sweep {path} has no row {name!r}: run "
+                             f"python benchmarks/ch6_prototype/sweep.py")
+        if rows[name].get("config") != want:
+            raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
+                             f"another configuration than sweep_config({name!r}); run "
+                             f"python benchmarks/ch6_prototype/sweep.py to recompute it")
+    return rows

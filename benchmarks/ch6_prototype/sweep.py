@@ -1,0 +1,87 @@
+"""Chapter 6's stored sweep: every condition of the chapter at ten seeds, trained once here
+and written to ``attn_core/chapters/data/ch6_sweep.json``, which the chapter shows labelled
+(its live cells re-run the first seeds of the key rows and check they match).
+
+    python benchmarks/ch6_prototype/sweep.py            # every condition missing from the file
+    python benchmarks/ch6_prototype/sweep.py --check    # exit 1 if a stored row's config differs
+
+Each condition is :class:`~attn_core.chapters.ch6_transformer.TransformerCopyConfig` at the
+fast settings (:data:`~attn_core.chapters.ch6_transformer.TRANSFORMER_BASE`) with the fields
+of :data:`~attn_core.chapters.ch6_transformer.SWEEP_CONDITIONS`. A row is stored as soon as
+it is trained (atomically: a temporary file, then a rename), with its full configuration, so
+an interrupted sweep resumes and a changed configuration is trained again, never mixed up.
+Uses ``ATTN_WORKERS`` worker processes (one torch thread each).
+"""
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attn_core.chapters import ch6_transformer as ch
+
+OUT = ch.SWEEP_FILE
+
+
+def record(cfg, h) -> dict:
+    acc, att = h.metrics["token_acc"], h.metrics["attn_acc"]
+    beta = h.probes["beta_align_acc"]
+    return {
+        "config": json.loads(json.dumps(dataclasses.asdict(cfg))),
+        "seeds": list(cfg.seeds),
+        "eval_steps": h.eval_steps.tolist(),
+        "final_token_acc": np.round(acc[:, -1].astype(float), 4).tolist(),
+        "final_attn_acc": np.round(att[:, -1].astype(float), 4).tolist(),
+        "final_beta_align": np.round(beta[:, -1].astype(float), 4).tolist(),
+        "max_beta_align": np.round(beta.max(1).astype(float), 4).tolist(),
+        "token_acc": np.round(acc.astype(float), 4).tolist(),
+        "attn_acc": np.round(att.astype(float), 4).tolist(),
+        "beta_align": np.round(beta.astype(float), 4).tolist(),
+    }
+
+
+def load() -> dict:
+    return json.loads(OUT.read_text()) if OUT.exists() else {}
+
+
+def save(rows: dict) -> None:
+    tmp = OUT.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, OUT)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="only compare stored configs")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    rows = load()
+    stale = []
+    for name in ch.SWEEP_CONDITIONS:
+        cfg = ch.sweep_config(name)
+        want = json.loads(json.dumps(dataclasses.asdict(cfg)))
+        if name in rows and rows[name]["config"] == want:
+            continue
+        stale.append(name)
+        if args.check:
+            continue
+        t = time.time()
+        h = cfg.train(progress=False)
+        rows[name] = record(cfg, h)
+        save(rows)
+        r = rows[name]
+        print(f"{name:28s} {time.time() - t:5.0f} s  success "
+              f"{sum(a > ch.SUCCESS_LEVEL for a in r['final_token_acc'])}/{len(cfg.seeds)}  "
+              f"final acc {r['final_token_acc']}", flush=True)
+    if args.check and stale:
+        print("stale or missing rows:", ", ".join(stale))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
