@@ -102,6 +102,8 @@ def stored_run(config, live: int = 2, atol: float = 1e-4) -> History:
     if live > n:
         raise ValueError(f"live must be at most the {n} stored members; got {live}")
     now = live_config(config, live).run()
+    which, verb, own = (("member 0", "matches", "its stored record") if live == 1 else
+                        (f"members 0..{live - 1}", "match", "their stored records"))
     worst = 0.0
     for group in ("metrics", "probes"):
         for k, v in getattr(h, group).items():
@@ -114,11 +116,11 @@ def stored_run(config, live: int = 2, atol: float = 1e-4) -> History:
             worst = max(worst, diff)
             if not diff <= atol:
                 raise StoredMismatch(
-                    f"members 0..{live - 1} re-run now differ from the stored ones in {k!r} by "
+                    f"{which} re-run now and {own} differ in {k!r} by "
                     f"up to {diff:.3g} (> atol={atol:g}): the code no longer computes what was "
                     f"stored in {path.name}; run {SCRIPT} to recompute it")
     print(f"[stored] {config.cache_name()}: {n} members stored on {h.saved_at} by "
-          f"{SCRIPT}; members 0..{live - 1} re-run now match them (largest difference "
+          f"{SCRIPT}; {which} re-run now {verb} {own} (largest difference "
           f"{worst:.2g})")
     h.stored = True
     h.live = now

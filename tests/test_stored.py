@@ -31,7 +31,7 @@ def test_a_stored_run_loads_and_its_live_members_match(store, capsys):
     assert path.parent == store and path.exists()
     h = stored.stored_run(TINY, live=2)
     out = capsys.readouterr().out
-    assert "[stored]" in out and "members 0..1 re-run now match" in out
+    assert "[stored]" in out and "members 0..1 re-run now match their stored records" in out
     assert h.stored and h.n_members == 3 and h.live.n_members == 2
     fresh = TINY.train(progress=False)       # what the stored entry must hold
     for k, v in fresh.metrics.items():

@@ -36,7 +36,7 @@ from .ch4_copy import COPY_BASE, CopyConfig, control
 
 __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
            "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model",
-           "stored_configs"]
+           "stored_configs", "screen_configs", "combination_configs"]
 
 #: The three kinds of K-head combinations of SZKS Fig. 2 right.
 COMBINATION_KINDS = ("all bad", "one good", "random")
@@ -486,9 +486,47 @@ def readable_model(model: Seq2Seq, m: int = 0) -> MultiHeadLuong:
     return out
 
 
-def stored_configs() -> list[HeadsRun]:
-    """The fast-mode runs chapter 5 shows from :mod:`attn_core.stored`: the screen's first
-    round on every data stream (``RESCUE.fast.screen(live=...)``)."""
-    cfg = RESCUE.fast
+def screen_configs(cfg: "RescueConfig | None" = None) -> list[HeadsRun]:
+    """The screen's first round on every data stream (what ``cfg.screen()`` trains first)."""
+    cfg = RESCUE.fast if cfg is None else cfg
     cands = cfg.candidates(cfg.screen_sizes()[0])
     return [cfg.heads_run(cands, [d] * len(cands), "heads-screen") for d in cfg.data_seeds]
+
+
+def combination_configs(cfg: "RescueConfig", labels) -> dict[str, HeadsRun]:
+    """The runs of §3-4 that follow from the screen's labels: the three kinds of K-head
+    combinations, the all-bad heads summed, and random heads at every other K of ``cfg.ks``
+    (keys: the kinds, ``"all bad, summed"``, ``"random K=<k>"``)."""
+    pools = cfg.pools(labels)
+    K = cfg.k_combo
+    runs = {}
+    for kind in COMBINATION_KINDS:
+        heads = head_combinations(pools, kind, K, cfg.n_combinations, seed=1)
+        runs[kind] = cfg.heads_run(heads, cfg.combination_data(),
+                                   f"heads-{kind.replace(' ', '-')}")
+    bad = head_combinations(pools, "all bad", K, cfg.n_combinations, seed=1)
+    runs["all bad, summed"] = cfg.heads_run(bad, cfg.combination_data(), "heads-all-bad-sum",
+                                            head_reduce="sum")
+    for k in cfg.ks:
+        if k > 1 and k != K:
+            heads = head_combinations({"random": cfg.fresh_heads(k)}, "random", k,
+                                      cfg.n_random)
+            runs[f"random K={k}"] = cfg.heads_run(heads, cfg.random_data(),
+                                                  f"heads-random-K{k}")
+    return runs
+
+
+def stored_configs() -> list[HeadsRun]:
+    """The fast-mode runs chapter 5 shows from :mod:`attn_core.stored`: the screen's first
+    round on every data stream (``RESCUE.fast.screen(live=...)``), then the combinations
+    that its stored labels lead to (:func:`combination_configs`)."""
+    from ..cache import _read_entry
+    from ..stored import stored_path
+
+    cfg = RESCUE.fast
+    screen = screen_configs(cfg)
+    paths = [stored_path(c) for c in screen]
+    if not all(p.exists() for p in paths):
+        return screen          # store the screen first; the combinations follow from it
+    final = np.stack([_read_entry(p)[0].metrics["token_acc"][:, -1] for p in paths], axis=1)
+    return screen + list(combination_configs(cfg, cfg.labels(final)).values())

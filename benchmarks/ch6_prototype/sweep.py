@@ -4,6 +4,7 @@ and written to ``attn_core/chapters/data/ch6_sweep.json``, which the chapter sho
 
     python benchmarks/ch6_prototype/sweep.py            # every condition missing from the file
     python benchmarks/ch6_prototype/sweep.py --check    # exit 1 if a stored row's config differs
+    python benchmarks/ch6_prototype/sweep.py --force    # recompute every row (a model change)
 
 Each condition is :class:`~attn_core.chapters.ch6_transformer.TransformerCopyConfig` at the
 fast settings (:data:`~attn_core.chapters.ch6_transformer.TRANSFORMER_BASE`) with the fields
@@ -58,6 +59,7 @@ def save(rows: dict) -> None:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only compare stored configs")
+    ap.add_argument("--force", action="store_true", help="recompute every row")
     args = ap.parse_args()
     torch.set_num_threads(1)
     rows = load()
@@ -65,7 +67,7 @@ def main():
     for name in ch.SWEEP_CONDITIONS:
         cfg = ch.sweep_config(name)
         want = json.loads(json.dumps(dataclasses.asdict(cfg)))
-        if name in rows and rows[name]["config"] == want:
+        if name in rows and rows[name]["config"] == want and not args.force:
             continue
         stale.append(name)
         if args.check:
