@@ -329,6 +329,6 @@ def test_sweep_config_names_its_arguments():
     assert (cfg.positions, cfg.distribution, cfg.vocab, cfg.seeds) == (
         "qk-self", "distinct", 30, (0, 1))
     with pytest.raises(ValueError, match="name must be one of"):
-        sweep_config("qk")
+        sweep_config("qk-both")
     with pytest.raises(TypeError, match="base must be a TransformerCopyConfig"):
         sweep_config("learned", base=object())

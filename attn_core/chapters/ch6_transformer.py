@@ -491,12 +491,15 @@ TRANSFORMER_BASE = Preset(
 )
 
 #: The chapter's stored sweep: condition name -> (fields of TRANSFORMER_BASE.fast, task),
-#: task "permutation" or "control" (L distinct words of 1.5 L, chapter 4's control).
+#: task "permutation", "control" (L distinct words of 1.5 L, chapter 4's control) or "iid"
+#: (each word uniform over V = L, repetitions allowed).
 SWEEP_CONDITIONS = {
     "learned": ({}, "permutation"),
     "learned, control": ({}, "control"),
+    "learned, iid": ({}, "iid"),
     "small positions": ({"pos_std": 0.02}, "permutation"),
     "small positions, control": ({"pos_std": 0.02}, "control"),
+    "qk": ({"positions": "qk"}, "permutation"),
     "qk-cross": ({"positions": "qk-cross"}, "permutation"),
     "qk-cross, small positions": ({"positions": "qk-cross", "pos_std": 0.02}, "permutation"),
     "qk-self": ({"positions": "qk-self"}, "permutation"),
@@ -527,6 +530,8 @@ def sweep_config(name: str, seeds: Sequence[int] | None = None,
     cfg = replace(base, **fields)
     if task == "control":
         cfg = replace(cfg, distribution="distinct", vocab=int(1.5 * cfg.length))
+    elif task == "iid":
+        cfg = replace(cfg, distribution="iid")
     if seeds is not None:
         cfg = replace(cfg, seeds=tuple(check_seeds("seeds", seeds)))
     return cfg
