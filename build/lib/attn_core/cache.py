@@ -1,0 +1,521 @@
+"""Expensive results computed once, saved, and reused -- always labelled as such.
+
+:func:`cached_history` runs a training function the first time a configuration is seen and saves
+its :class:`~attn_core.training.History`. The key is a hash of
+
+- the experiment's name and configuration (a JSON-able dict),
+- the run mode (fast/full) and torch device type, and
+- the source code of the whole ``attn_core`` package (every ``.py`` file, subpackages
+  included), so any change to the package recomputes.
+
+**One entry is one file**, ``<folder>/<name>-<key>.npz``: every array of the History plus a
+0-d unicode array ``__meta__`` holding JSON metadata (execution, seconds, config, when it was
+saved, and the name, shape and dtype of every array). It is written to a temporary file in the
+same folder and renamed over the entry (atomic on POSIX), so a reader sees either a whole old
+entry or a whole new one, never a mix of two writers. Nothing is pickled: object arrays are
+refused on save and files are read with ``allow_pickle=False``.
+
+Every load checks the entry against its recorded schema and against the History schema
+(shapes consistent with the seeds, ``config["steps"]`` and the evaluation schedule). An entry
+that fails is reported with a warning, moved aside as ``<file>.corrupt-<time>`` and recomputed.
+A result that was computed is always returned: if it cannot be saved, a warning says so.
+Temporary files left by killed writers are removed once they are an hour old.
+
+**Interrupted runs resume.** While a cached computation runs, the engine saves every group of
+members (one member each when looped) the moment it finishes, in ``<name>-<key>.parts/`` next
+to the entry (one atomic ``.npz`` per group: its arrays and its model's parameters). If the
+run is interrupted -- a kernel interrupt, a crash, a Colab disconnect -- the same call later
+loads the finished groups (and says so) and trains only the rest; the result is bitwise the
+uninterrupted one (``tests/test_cache.py``). The folder is removed once the entry is saved. A
+group trains as one piece: on CUDA, where all members form one batched group, an interrupted
+group starts over.
+
+The folder is ``$ATTN_CACHE`` (default ``~/.cache/attn_core``; see
+:func:`attn_core.config.env_cache`); ``ATTN_CACHE=off`` disables the cache. A loaded history has
+``model=None`` (models are not cached) and ``cached=True``; :func:`cached_history` prints where
+its result came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .checks import check_bool
+from .config import env_cache, env_max_steps, get_device, get_mode
+from .training import GROUP_STORE, History, _eval_schedule
+
+__all__ = ["cache_dir", "cache_key", "check_cache_name", "save_history", "load_history",
+           "cached_history"]
+
+_PACKAGE = Path(__file__).resolve().parent
+#: Bumped whenever the file layout changes; entries of another format are recomputed.
+FORMAT = 2
+META_KEY = "__meta__"
+#: Temporary files older than this (seconds) were left by a killed writer and are removed.
+STALE_TMP_SECONDS = 3600
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NAME_MAX = 200  # the entry's file name adds ~40 characters; most filesystems allow 255
+_NUMERIC = "biuf"  # numpy dtype kinds a History array may have (no objects, strings, ...)
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or None when ``ATTN_CACHE=off`` (see :func:`config.env_cache`)."""
+    return env_cache()
+
+
+def _source_digest() -> str:
+    """Hash of every ``.py`` file of the package (relative path and bytes, sorted by path)."""
+    h = hashlib.sha256()
+    files = sorted((f.relative_to(_PACKAGE).as_posix(), f) for f in _PACKAGE.rglob("*.py")
+                   if f.is_file())
+    for rel, f in files:
+        data = f.read_bytes()
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def check_cache_name(name, label: str = "name") -> str:
+    """``name`` if it can name a cache entry (a file inside the cache folder); the messages
+    call it ``label``."""
+    if not isinstance(name, str):
+        raise TypeError(f"{label} must be a string; got {type(name).__name__} {name!r}")
+    if not _NAME.fullmatch(name) or len(name) > _NAME_MAX:
+        raise ValueError(f"{label} must be 1-{_NAME_MAX} characters from [A-Za-z0-9._-] starting "
+                         f"with a letter or digit (it names a file inside the cache folder: no "
+                         f"'/', no '..' path, not absolute); got {name!r}")
+    return name
+
+
+def cache_key(name: str, config: dict) -> str:
+    """A stable hash of the experiment name, its config, the mode, device type and package source.
+
+    ``config`` must be plain JSON -- nested dicts (string keys), lists and tuples of str, int,
+    finite float, bool and None -- so that it is hashed the same way in every run.
+    """
+    check_cache_name(name)
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict; got {type(config).__name__}")
+    _check_plain_json("config", config)
+    payload = json.dumps({"name": name, "config": config, "mode": get_mode(),
+                          "device": get_device().type, "source": _source_digest()},
+                         sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def _check_plain_json(path: str, value) -> None:
+    """Raise TypeError naming ``path`` (e.g. ``config['copy']['seeds'][0]``) at the first value
+    that is not plain JSON, and ValueError at a NaN or infinite float."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{path} must have string keys; got {type(k).__name__} {k!r}")
+            _check_plain_json(f"{path}[{k!r}]", v)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_plain_json(f"{path}[{i}]", v)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{path} must be a finite number; got {value}")
+    elif not (value is None or isinstance(value, (str, int))):  # bool is an int
+        raise TypeError(f"{path} must be plain JSON (a dict, list, tuple, str, int, float, bool "
+                        f"or None) to be hashed the same in every run; got "
+                        f"{type(value).__name__} {value!r:.60}")
+
+
+def _entry_path(path: str | os.PathLike) -> Path:
+    """``path`` itself if it ends in ``.npz``, else ``path`` + ``.npz`` (names may hold dots)."""
+    path = Path(path)
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+
+
+# ------------------------------------------------------------------------------ schema
+def _history_arrays(history: History) -> dict[str, np.ndarray]:
+    arrays = {"seeds": history.seeds, "data_seeds": history.data_seeds,
+              "train_loss": history.train_loss, "eval_steps": history.eval_steps}
+    for group in ("metrics", "probes"):
+        table = getattr(history, group)
+        if not isinstance(table, dict):
+            raise TypeError(f"History.{group} must be a dict of arrays; got "
+                            f"{type(table).__name__}")
+        for k, v in table.items():
+            if not isinstance(k, str) or not k:
+                raise TypeError(f"History.{group} keys must be non-empty strings; got {k!r}")
+            arrays[f"{group}/{k}"] = v
+    for k, v in arrays.items():
+        if not isinstance(v, np.ndarray):
+            raise TypeError(f"History array {k!r} must be a numpy array; got {type(v).__name__}")
+        if v.dtype.hasobject:
+            raise TypeError(f"History array {k!r} has dtype object, which np.savez would pickle; "
+                            f"the cache stores numeric arrays only")
+        if v.dtype.kind not in _NUMERIC:
+            raise TypeError(f"History array {k!r} must be numeric (bool, int or float); got "
+                            f"dtype {v.dtype}")
+    return arrays
+
+
+def _check_history_schema(arrays: dict[str, np.ndarray], config) -> None:
+    """Raise ValueError unless the arrays form a History of the schema in :mod:`training`."""
+    def fail(msg):
+        raise ValueError(msg)
+
+    for k in ("seeds", "data_seeds", "train_loss", "eval_steps"):
+        if k not in arrays:
+            fail(f"array {k!r} is missing")
+    if not isinstance(config, dict):
+        fail(f"config must be a dict; got {type(config).__name__}")
+    steps, every = config.get("steps"), config.get("eval_every")
+    for k, v in (("steps", steps), ("eval_every", every)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            fail(f"config[{k!r}] must be an int >= 1; got {v!r}")
+    seeds = arrays["seeds"]
+    if seeds.ndim != 1 or seeds.shape[0] < 1 or seeds.dtype.kind not in "iu":
+        fail(f"seeds must be a non-empty (S,) int array; got shape {seeds.shape} {seeds.dtype}")
+    S = seeds.shape[0]
+    schedule = np.asarray(_eval_schedule(steps, every))
+    E = len(schedule)
+    ds = arrays["data_seeds"]
+    if ds.shape != (S,) or ds.dtype.kind not in "iu":
+        fail(f"data_seeds must be an ({S},) int array; got shape {ds.shape} {ds.dtype}")
+    tl = arrays["train_loss"]
+    if tl.shape != (S, steps) or tl.dtype.kind != "f":
+        fail(f"train_loss must be an (S, steps) = ({S}, {steps}) float array; got shape "
+             f"{tl.shape} {tl.dtype}")
+    es = arrays["eval_steps"]
+    if es.dtype.kind not in "iu" or es.shape != (E,) or not np.array_equal(es, schedule):
+        fail(f"eval_steps must be the int schedule {schedule.tolist()} (steps={steps}, "
+             f"eval_every={every}); got {es.tolist()} ({es.dtype})")
+    for k, v in arrays.items():
+        if k.startswith("metrics/") and v.shape != (S, E):
+            fail(f"metric {k[8:]!r} must have shape (S, E) = ({S}, {E}); got {v.shape}")
+        if k.startswith("probes/") and v.shape[:2] != (S, E):
+            fail(f"probe {k[7:]!r} must have shape (S, E, ...) = ({S}, {E}, ...); got {v.shape}")
+
+
+def _check_json(name: str, value) -> str:
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{name} must be JSON-able (str, finite numbers, lists, dicts) to be "
+                        f"cached exactly; {e}") from e
+
+
+# ------------------------------------------------------------------------- save / load
+def save_history(history: History, path: str | os.PathLike, meta: dict | None = None) -> None:
+    """Save a History as one ``.npz`` file (``path``, ``.npz`` appended if missing), atomically.
+
+    The file holds every array and a ``__meta__`` JSON string (execution, seconds, config, the
+    time of saving, each array's shape and dtype, and ``meta``). Raises TypeError for arrays
+    np.savez would pickle (object dtype) and ValueError for a History that breaks its schema.
+    """
+    if not isinstance(history, History):
+        raise TypeError(f"history must be a History; got {type(history).__name__}")
+    if meta is not None and not isinstance(meta, dict):
+        raise TypeError(f"meta must be a dict or None; got {type(meta).__name__}")
+    path = _entry_path(path)
+    arrays = _history_arrays(history)
+    _check_history_schema(arrays, history.config)
+    if not isinstance(history.execution, str):
+        raise TypeError(f"History.execution must be a string; got {history.execution!r}")
+    seconds = float(history.seconds)
+    _check_json("History.config", history.config)
+    info = {"format": FORMAT, "execution": history.execution, "seconds": seconds,
+            "config": history.config, "saved_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str}
+                       for k, v in arrays.items()},
+            "meta": json.loads(json.dumps(meta or {}, default=str))}
+    payload = {META_KEY: np.array(json.dumps(info, allow_nan=False)), **arrays}
+    _write_atomic(path, payload)
+
+
+def _write_atomic(path: Path, payload: dict) -> None:
+    """``np.savez`` to a temporary file next to ``path``, then rename it over ``path``.
+    TypeError for an object array, which np.savez would pickle."""
+    obj = sorted(k for k, v in payload.items() if v.dtype.hasobject)
+    if obj:
+        raise TypeError(f"arrays {obj} hold Python objects, which would be pickled")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read_payload(f) -> tuple[dict, dict[str, np.ndarray]]:
+    """The ``__meta__`` JSON and the other arrays of an open ``.npz`` file written by
+    :func:`_write_atomic` (never unpickled); ValueError if it has no valid ``__meta__``."""
+    with np.load(f, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    if META_KEY not in arrays:
+        raise ValueError(f"no {META_KEY!r} entry (not a file of this cache format)")
+    meta_arr = arrays.pop(META_KEY)
+    if meta_arr.shape != () or meta_arr.dtype.kind != "U":
+        raise ValueError(f"{META_KEY!r} must be a 0-d unicode array; got shape "
+                         f"{meta_arr.shape} {meta_arr.dtype}")
+    return json.loads(str(meta_arr)), arrays
+
+
+def _read_entry(path: Path) -> tuple[History, dict]:
+    """Load and check one entry; ValueError naming ``path`` if it is not a valid entry.
+
+    OSErrors of opening the file (missing, unreadable) propagate unchanged.
+    """
+    with open(path, "rb") as f:
+        try:
+            info, arrays = _read_payload(f)
+            _check_info(info)
+            schema = info["arrays"]
+            if set(schema) != set(arrays):
+                missing = sorted(set(schema) - set(arrays))
+                extra = sorted(set(arrays) - set(schema))
+                raise ValueError(f"arrays do not match the recorded list: missing {missing}, "
+                                 f"unexpected {extra}")
+            for k, v in arrays.items():
+                want = schema[k]
+                if list(v.shape) != want.get("shape") or v.dtype.str != want.get("dtype"):
+                    raise ValueError(f"array {k!r} has shape {list(v.shape)} dtype {v.dtype.str}; "
+                                     f"recorded {want.get('shape')} {want.get('dtype')}")
+                if v.dtype.hasobject or v.dtype.kind not in _NUMERIC:
+                    raise ValueError(f"array {k!r} has non-numeric dtype {v.dtype}")
+            _check_history_schema(arrays, info["config"])
+        except Exception as e:  # noqa: BLE001 -- anything unreadable is a broken entry
+            raise ValueError(f"{path} is not a valid attn_core cache entry: "
+                             f"{type(e).__name__}: {e}") from e
+    h = History(
+        seeds=arrays["seeds"], data_seeds=arrays["data_seeds"], train_loss=arrays["train_loss"],
+        eval_steps=arrays["eval_steps"],
+        metrics={k[8:]: v for k, v in arrays.items() if k.startswith("metrics/")},
+        probes={k[7:]: v for k, v in arrays.items() if k.startswith("probes/")},
+        model=None, execution=info["execution"], seconds=info["seconds"], config=info["config"])
+    h.cached = True
+    h.saved_at = info["saved_at"]
+    return h, info
+
+
+def _check_info(info) -> None:
+    if not isinstance(info, dict):
+        raise ValueError(f"metadata must be a JSON object; got {type(info).__name__}")
+    if info.get("format") != FORMAT:
+        raise ValueError(f"format {info.get('format')!r}; this version reads format {FORMAT}")
+    kinds = {"execution": str, "seconds": (int, float), "config": dict, "saved_at": str,
+             "arrays": dict, "meta": dict}
+    for k, kind in kinds.items():
+        if k not in info:
+            raise ValueError(f"metadata has no {k!r}")
+        if not isinstance(info[k], kind) or isinstance(info[k], bool):
+            raise ValueError(f"metadata {k!r} has type {type(info[k]).__name__}")
+    if not math.isfinite(info["seconds"]):
+        raise ValueError(f"metadata 'seconds' is {info['seconds']}")
+    for k, v in info["arrays"].items():
+        if not (isinstance(v, dict) and isinstance(v.get("shape"), list)
+                and isinstance(v.get("dtype"), str)):
+            raise ValueError(f"metadata for array {k!r} must be {{'shape': [...], 'dtype': str}}")
+
+
+def load_history(path: str | os.PathLike) -> History:
+    """Load a History saved by :func:`save_history` (no pickle; ``model`` is None).
+
+    Raises ValueError naming the file if it is truncated, not an entry of this cache, or breaks
+    its recorded schema or the History schema.
+    """
+    return _read_entry(_entry_path(path))[0]
+
+
+# ---------------------------------------------------------------------------- the cache
+def _remove_stale_tmp(root: Path) -> None:
+    """Delete ``*.tmp`` files an hour old or older in ``root`` (left by killed writers)."""
+    try:
+        tmps = list(root.glob("*.tmp"))
+    except OSError:
+        return
+    cutoff = time.time() - STALE_TMP_SECONDS
+    for f in tmps:
+        try:
+            if f.is_file() and f.stat().st_mtime < cutoff:
+                f.unlink()
+        except OSError:
+            pass
+
+
+def _move_aside(path: Path, reason: str) -> None:
+    """Rename a broken entry to ``<file>.corrupt-<time>`` (or delete it) and warn."""
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    try:
+        os.replace(path, aside)
+        what = f"moved aside to {aside}"
+    except OSError:
+        try:
+            path.unlink()
+            what = "deleted (it could not be renamed)"
+        except OSError as e:
+            what = f"left in place (it could neither be renamed nor deleted: {e})"
+    warnings.warn(f"[cache] {reason}; the entry was {what}; recomputing", RuntimeWarning,
+                  stacklevel=3)
+
+
+class _GroupStore:
+    """The finished groups of one cached computation under way, one ``.npz`` each in
+    ``<entry>.parts/`` (arrays, the model's parameters and a ``__meta__`` JSON; atomic, no
+    pickle). :func:`cached_history` installs it as :data:`attn_core.training.GROUP_STORE`, so
+    the engine saves every group the moment it finishes and, when the same computation runs
+    again after an interruption, loads those instead of training them again. The folder is
+    removed once the whole result is saved."""
+
+    def __init__(self, folder: Path, name: str):
+        self.folder, self.name = folder, name
+        self.calls = self.loaded = 0
+        self._warned = False
+
+    def begin(self) -> int:
+        """The index of the next training call within this computation."""
+        self.calls += 1
+        return self.calls - 1
+
+    def load(self, key: str, rebuild):
+        """A saved group ``(model, train_loss, metrics, probes)``, or None. ``rebuild(state)``
+        makes the group's model from its parameters. A damaged part is warned about,
+        removed, and its group trained again."""
+        path = self.folder / f"{key}.npz"
+        if not path.exists():
+            return None
+        try:
+            with open(path, "rb") as f:
+                info, arrays = _read_payload(f)
+            if info.get("format") != FORMAT or info.get("key") != key:
+                raise ValueError(f"saved for {info.get('key')!r}, format {info.get('format')}")
+            parts = {"metrics": {}, "probes": {}, "state": {}}
+            for k, v in arrays.items():
+                kind, _, sub = k.partition("/")
+                if kind in parts and sub:
+                    parts[kind][sub] = v
+                elif k != "train_loss":
+                    raise ValueError(f"unexpected array {k!r}")
+            model = rebuild({k: torch.from_numpy(v) for k, v in parts["state"].items()})
+            result = (model.cpu(), arrays["train_loss"], parts["metrics"], parts["probes"])
+        except Exception as e:  # noqa: BLE001 -- any damage: train the group again
+            warnings.warn(f"[cache] {self.name}: the saved part {path} of an interrupted run "
+                          f"cannot be used ({type(e).__name__}: {e}); training that group "
+                          f"again", RuntimeWarning, stacklevel=2)
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            return None
+        self.loaded += 1
+        return result
+
+    def save(self, key: str, result) -> None:
+        """Save one finished group; a failure to save is warned about once and never stops
+        the run (its result is still returned)."""
+        model, loss, metrics, probes = result
+        payload = {META_KEY: np.array(json.dumps({"format": FORMAT, "key": key})),
+                   "train_loss": np.asarray(loss)}
+        payload.update({f"metrics/{k}": np.asarray(v) for k, v in metrics.items()})
+        payload.update({f"probes/{k}": np.asarray(v) for k, v in probes.items()})
+        payload.update({f"state/{k}": v.detach().cpu().numpy()
+                        for k, v in model.state_dict().items()})
+        try:
+            _write_atomic(self.folder / f"{key}.npz", payload)
+        except (OSError, TypeError, ValueError) as e:
+            if not self._warned:
+                warnings.warn(f"[cache] {self.name}: could not keep finished groups in "
+                              f"{self.folder} ({type(e).__name__}: {e}); an interrupted run "
+                              f"will start over", RuntimeWarning, stacklevel=2)
+                self._warned = True
+
+
+def cached_history(name: str, config: dict, compute: Callable[[], History],
+                   verbose: bool = True) -> History:
+    """Return ``compute()``'s History, computing it only if this config has no saved result.
+
+    Prints whether the result was computed now or loaded (with the time it was computed). A
+    broken entry is warned about, moved aside and recomputed; a result that cannot be saved
+    is warned about and returned all the same.
+    """
+    check_bool("verbose", verbose)
+    key = cache_key(name, config)
+    if not callable(compute):
+        raise TypeError(f"compute must be callable: compute() -> History; got "
+                        f"{type(compute).__name__}")
+    cap = env_max_steps()
+    # a smoke run (ATTN_MAX_STEPS) is never cached as, or loaded for, a real result
+    root = cache_dir() if cap is None else None
+    path = None if root is None else root / f"{name}-{key}.npz"
+    if path is not None:
+        _remove_stale_tmp(root)
+        try:
+            h, info = _read_entry(path)
+            if info["meta"].get("key", key) != key or info["meta"].get("name", name) != name:
+                raise ValueError(f"{path} was saved for name={info['meta'].get('name')!r} "
+                                 f"key={info['meta'].get('key')!r}, not {name!r} {key!r}")
+        except FileNotFoundError:
+            pass
+        except NotADirectoryError:
+            pass  # ATTN_CACHE names a file; saving below warns about it
+        except ValueError as e:
+            _move_aside(path, str(e))
+        except OSError as e:
+            warnings.warn(f"[cache] could not read {path} ({e}); recomputing", RuntimeWarning,
+                          stacklevel=2)
+        else:
+            if verbose:
+                print(f"[cache] {name}: loaded the result computed at {h.saved_at} "
+                      f"({h.seconds:.0f} s, {h.execution}) from {path} -- "
+                      f"set ATTN_CACHE=off to recompute")
+            return h
+    store = None if path is None else _GroupStore(path.with_suffix(".parts"), name)
+    token = GROUP_STORE.set(store)
+    try:
+        h = compute()
+    finally:
+        GROUP_STORE.reset(token)
+    if store is not None and store.loaded and verbose:
+        print(f"[cache] {name}: resumed an interrupted run: {store.loaded} finished group(s) "
+              f"loaded from {store.folder}, the rest trained now")
+    if not isinstance(h, History):
+        raise TypeError(f"compute() must return a History; got {type(h).__name__}")
+    h.cached = False
+    saved = False
+    if path is not None:
+        try:
+            save_history(h, path, meta={"name": name, "key": key, "experiment_config": config})
+            saved = True
+            shutil.rmtree(store.folder, ignore_errors=True)
+        except OSError as e:
+            warnings.warn(f"[cache] {name}: could not save the result to the cache folder {root} "
+                          f"({type(e).__name__}: {e}); the computed result is returned but not "
+                          f"cached. Point ATTN_CACHE at a writable folder, or set ATTN_CACHE=off "
+                          f"to disable the cache", RuntimeWarning, stacklevel=2)
+        except (TypeError, ValueError) as e:
+            warnings.warn(f"[cache] {name}: the result cannot be cached ({e}); it is returned "
+                          f"but not saved to {root} (ATTN_CACHE=off disables the cache)",
+                          RuntimeWarning, stacklevel=2)
+    if verbose and cap is not None:
+        print(f"[smoke] {name}: ATTN_MAX_STEPS={cap}: trained for at most {cap} steps; "
+              f"not cached")
+    elif verbose:
+        where = f"; saved to {path}" if saved else ""
+        print(f"[cache] {name}: computed now in {h.seconds:.0f} s ({h.execution}){where}")
+    return h

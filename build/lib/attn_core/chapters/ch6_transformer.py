@@ -1,0 +1,563 @@
+"""Chapter 6 -- does a Transformer fail too? (the book's own experiment; no source runs it)
+
+Chapter 4's LSTM seq2seq often cannot learn to copy permutations, and the KTIW picture says
+why: under permutations every input word co-occurs with every output word, the count table
+is flat, so nothing is learned about which word to copy before the attention knows where to
+look, and the attention has no reason to move before that. Nothing in the argument is about
+recurrence. This module holds a small encoder-decoder Transformer trained by the same engine
+on chapter 4's tasks, so the chapter can run the question instead of guessing.
+
+:class:`TransformerSeq2Seq` is the model, one member, written out to be read: one encoder
+layer and one decoder layer, pre-norm (LayerNorm before each sub-layer, a final LayerNorm on
+each side), K heads, a shared embedding for source and target. How positions reach it is the
+experiment's main switch (:data:`POSITIONS`):
+
+- ``"learned"`` -- a learned vector per position added to the token embedding (GPT-2's way);
+- ``"sinusoidal"`` -- the fixed sines and cosines of Vaswani et al., added the same way;
+- ``"none"`` -- no positions at all: the encoder sees a bag of words (its output at l depends
+  on x_l and the bag only), so which word stands where cannot reach the decoder;
+- ``"qk"`` -- learned positions added only to the inputs of the queries and keys of every
+  attention, never to the values or the residual stream: position can steer *where* a head
+  looks but is never part of *what* it reads;
+- ``"qk-cross"`` / ``"qk-self"`` -- as ``"qk"``, but only the cross-attention's queries and
+  keys / only the two self-attentions' queries and keys get the positions (the ablation
+  that asks which attention needs to be told where it is);
+- ``"relative"`` -- no absolute positions; every attention adds a learned bias per head and
+  offset t - l (clipped at ``max_len``), T5-style.
+
+:class:`StackedTransformer` is the engine's S-member model: it keeps every parameter of
+:class:`TransformerSeq2Seq` stacked (S, ...) and runs the one readable module on member
+m's slice (:func:`torch.func.functional_call`; :func:`torch.vmap` over the members when
+S > 1), so the code shown in the chapter is the code that trains.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call
+
+from ..config import Preset
+from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
+                      check_token_ids)
+from ..data import CopyTask
+from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
+from ..stacked import StackedModule, generators
+from ._experiment import Experiment
+from .ch4_copy import SUCCESS_LEVEL, CopyTraining
+
+__all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
+           "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions",
+           "TRANSFORMER_BASE", "SWEEP_CONDITIONS", "sweep_config", "load_sweep",
+           "SUCCESS_LEVEL"]
+
+#: How positions reach the model (see the module docstring).
+POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
+#: The variants whose learned positions enter queries and keys only.
+_QK = ("qk", "qk-cross", "qk-self")
+#: Where each sub-layer's LayerNorm sits: "pre" (before the sub-layer, inside the residual
+#: branch; a final LayerNorm on each side) or "post" (after the residual sum, Vaswani et al.).
+NORMS = ("pre", "post")
+
+
+def sinusoidal_positions(n: int, d: int, device=None) -> Tensor:
+    """Vaswani et al.'s table (n, d): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...)."""
+    n, d = check_int("n", n), check_int("d", d)
+    pos = torch.arange(n, dtype=torch.float32, device=device)[:, None]
+    freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32, device=device)
+                     * (-math.log(10000.0) / d))
+    pe = torch.zeros(n, d, device=device)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq[: d // 2])
+    return pe
+
+
+# ------------------------------------------------------------------ the model, readable
+class MultiHeadAttention(nn.Module):
+    """K heads of scaled dot-product attention, then the output map W_O::
+
+        α^k = softmax(Q_k K_kᵀ / √d_k + bias_k),  head_k = α^k V_k,
+        out = W_O [head_1; ...; head_K]
+
+    with Q = x_q W_Q, K = x_k W_K, V = x_v W_V (each followed by a bias)."""
+
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        if d % heads:
+            raise ValueError(f"d_model ({d}) must be a multiple of heads ({heads})")
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x_q, x_k, x_v, bias=None, causal=False, uniform=False):
+        """x_q (B, T, d), x_k and x_v (B, L, d) -> out (B, T, d), α (B, K, T, L)."""
+        B, T, d = x_q.shape
+        L, K = x_k.shape[1], self.heads
+        q = self.q(x_q).view(B, T, K, d // K).transpose(1, 2)  # (B, K, T, d_k)
+        k = self.k(x_k).view(B, L, K, d // K).transpose(1, 2)  # (B, K, L, d_k)
+        v = self.v(x_v).view(B, L, K, d // K).transpose(1, 2)  # (B, K, L, d_k)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d // K)    # (B, K, T, L)
+        if bias is not None:
+            scores = scores + bias                              # (K, T, L)
+        if causal:  # step t sees steps <= t only
+            future = torch.ones(T, L, dtype=torch.bool, device=x_q.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        if uniform:  # α frozen at 1/L (SZKS §3.2's β^uf model; never with causal)
+            alpha = torch.full_like(scores, 1.0 / L)
+        else:
+            alpha = torch.softmax(scores, dim=-1)               # over positions l
+        heads = (alpha @ v).transpose(1, 2).reshape(B, T, d)    # [head_1; ...; head_K]
+        return self.o(heads), alpha
+
+
+class FeedForward(nn.Module):
+    """W_2 ReLU(W_1 x + b_1) + b_2."""
+
+    def __init__(self, d: int, d_ff: int):
+        super().__init__()
+        self.w1, self.w2 = nn.Linear(d, d_ff), nn.Linear(d_ff, d)
+
+    def forward(self, x):
+        return self.w2(torch.relu(self.w1(x)))
+
+
+class TransformerSeq2Seq(nn.Module):
+    """One encoder layer and one decoder layer; the chapter's model, one member.
+
+    Encoder:  h = x + SelfAttn(LN(x));   h = h + FFN(LN(h));   H = LN(h)
+    Decoder:  y = z + CausalSelfAttn(LN(z));
+              y = y + CrossAttn(LN(y), H);        <- α, the attention the chapter measures
+              y = y + FFN(LN(y));   logits = W_out LN(y)
+    with x, z the embeddings of the source and of ``[BOS, y_1..y_{T-1}]`` (plus positions for
+    "learned"/"sinusoidal"). ``norm="post"`` moves each LayerNorm after its residual sum
+    (y = LN(y + SubLayer(y))) and drops the final ones. ``attention="uniform"`` freezes the
+    cross-attention at 1/L. Parameters start as PyTorch's defaults; the engine draws them
+    from each member's own seed (:class:`StackedTransformer`).
+    """
+
+    def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
+                 positions: str = "learned", norm: str = "pre", attention: str = "learned",
+                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True):
+        super().__init__()
+        self.vocab = check_int("vocab", vocab, 2)
+        # the learned positions' initial scale, against the token embeddings' N(0, 1)
+        self.pos_std = check_real("pos_std", pos_std, 0.0)
+        # one table of learned positions for both sides, or the decoder its own
+        self.shared_positions = check_bool("shared_positions", shared_positions)
+        d = self.d_model = check_int("d_model", d_model)
+        self.heads = check_int("heads", heads)
+        check_int("d_ff", d_ff)
+        self.max_len = check_int("max_len", max_len)
+        self.positions = check_choice("positions", positions, POSITIONS)
+        self.norm = check_choice("norm", norm, NORMS)
+        self.attention = check_choice("attention", attention, ATTENTION_MODES)
+        self.emb = nn.Embedding(vocab, d)          # shared by source and target words
+        if positions in ("learned",) + _QK:
+            self.pos = nn.Parameter(torch.randn(max_len, d))
+        if positions == "relative":   # a bias per attention, head and offset t - l
+            self.rel = nn.Parameter(torch.zeros(3, heads, 2 * max_len - 1))
+        self.enc_attn = MultiHeadAttention(d, heads)
+        self.enc_ffn = FeedForward(d, d_ff)
+        self.dec_attn = MultiHeadAttention(d, heads)
+        self.cross = MultiHeadAttention(d, heads)
+        self.dec_ffn = FeedForward(d, d_ff)
+        # LayerNorms: encoder 2 + final, decoder 3 + final ("post": the finals are unused)
+        self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(7))
+        self.out = nn.Linear(d, vocab)
+        if positions in ("learned",) + _QK and not shared_positions:
+            # registered last: drawn after everything else, so the rest of a member is the
+            # shared-positions model of the same seed
+            self.pos_dec = nn.Parameter(torch.randn(max_len, d))
+
+    # -------------------------------------------------------------------- positions
+    def _absolute(self, n: int, device, decoder: bool = False) -> Tensor | None:
+        """The position vectors added to positions 0..n-1 (None for "none"/"relative")."""
+        if n > self.max_len:
+            raise ValueError(f"sequences of length {n} exceed max_len={self.max_len}")
+        if self.positions in ("learned",) + _QK:
+            table = self.pos if self.shared_positions or not decoder else self.pos_dec
+            return table[:n]
+        if self.positions == "sinusoidal":
+            return sinusoidal_positions(n, self.d_model, device)
+        return None
+
+    def _bias(self, which: int, T: int, L: int) -> Tensor | None:
+        """Attention ``which``'s relative-position bias (K, T, L): rel[which, k, t - l]."""
+        if self.positions != "relative":
+            return None
+        offset = torch.arange(T, device=self.rel.device)[:, None] - torch.arange(
+            L, device=self.rel.device)[None, :]
+        return self.rel[which][:, offset + self.max_len - 1]
+
+    def _block(self, i: int, x: Tensor, sublayer) -> Tensor:
+        """One residual sub-layer with LayerNorm i: pre-norm x + f(LN(x)), or post-norm
+        LN(x + f(x)). ``sublayer(normed) -> (out, extra)``; returns (new x, extra)."""
+        if self.norm == "pre":
+            out, extra = sublayer(self.ln[i](x))
+            return x + out, extra
+        out, extra = sublayer(x)
+        return self.ln[i](x + out), extra
+
+    # ----------------------------------------------------------------- the two sides
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:
+        """src (B, L) -> encoder output H (B, L, d) and the position vectors used for the
+        keys of the cross-attention ("qk", "qk-cross"; else None)."""
+        L = src.shape[1]
+        x, p = self.emb(src), self._absolute(L, src.device)
+        if p is not None and self.positions not in _QK:
+            x = x + p
+
+        def attend(n):
+            qk_in = n + p if self.positions in ("qk", "qk-self") else n
+            return self.enc_attn(qk_in, qk_in, n, bias=self._bias(0, L, L))
+
+        h, _ = self._block(0, x, attend)
+        h, _ = self._block(1, h, lambda n: (self.enc_ffn(n), None))
+        return (self.ln[2](h) if self.norm == "pre" else h), (
+            p if self.positions in ("qk", "qk-cross") else None)
+
+    def decode_to_cross(self, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
+        """tgt_in (B, T) -> the decoder's residual stream just before the cross-attention
+        (B, T, d) and its position vectors for "qk", "qk-cross" (else None)."""
+        T = tgt_in.shape[1]
+        z, p = self.emb(tgt_in), self._absolute(T, tgt_in.device, decoder=True)
+        if p is not None and self.positions not in _QK:
+            z = z + p
+
+        def attend(n):
+            qk_in = n + p if self.positions in ("qk", "qk-self") else n
+            return self.dec_attn(qk_in, qk_in, n, bias=self._bias(1, T, T), causal=True)
+
+        y, _ = self._block(3, z, attend)
+        return y, (p if self.positions in ("qk", "qk-cross") else None)
+
+    def cross_attend(self, y: Tensor, enc: Tensor, p_dec, p_enc):
+        """The cross-attention sub-layer: (new y (B, T, d), α (B, K, T, L))."""
+        T, L = y.shape[1], enc.shape[1]
+
+        def attend(n):
+            q_in = n + p_dec if p_dec is not None else n
+            k_in = enc + p_enc if p_enc is not None else enc
+            return self.cross(q_in, k_in, enc, bias=self._bias(2, T, L),
+                              uniform=self.attention == "uniform")
+
+        return self._block(4, y, attend)
+
+    def finish(self, y: Tensor) -> Tensor:
+        """The decoder after the cross-attention: FFN sub-layer, final LN, logits."""
+        y, _ = self._block(5, y, lambda n: (self.dec_ffn(n), None))
+        return self.out(self.ln[6](y) if self.norm == "pre" else y)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V), alpha (B, K, T, L)."""
+        enc, p_enc = self.encode(src)
+        y, p_dec = self.decode_to_cross(tgt_in)
+        y, alpha = self.cross_attend(y, enc, p_dec, p_enc)
+        return {"logits": self.finish(y), "alpha": alpha}
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
+        """β_{t,l}: the probability of the right word y_t if every head of the
+        cross-attention attended only to source position l (SZKS §2.2's probe, for this
+        model: the cross-attention's output becomes W_O [W_V H_l; ...]). (B, T, L)."""
+        enc, p_enc = self.encode(src)
+        y, p_dec = self.decode_to_cross(tgt_in)
+        B, T, d = y.shape
+        L = enc.shape[1]
+        attn = self.cross
+        # with α one-hot at l every head reads V_l: the output is W_O V_l + b_O
+        read = attn.o(attn.v(enc))                               # (B, L, d)
+        if self.norm == "pre":
+            y_l = y[:, :, None, :] + read[:, None, :, :]         # (B, T, L, d)
+        else:
+            y_l = self.ln[4](y[:, :, None, :] + read[:, None, :, :])
+        logits = self.finish(y_l.reshape(B, T * L, d)).view(B, T, L, -1)
+        logp = torch.log_softmax(logits, dim=-1)
+        idx = tgt[:, :, None, None].expand(B, T, L, 1)
+        return logp.gather(-1, idx).squeeze(-1).exp()
+
+
+# --------------------------------------------------------------- the engine's model
+class StackedTransformer(StackedModule):
+    """S independent :class:`TransformerSeq2Seq` members for the engine.
+
+    Every parameter is stacked (S, ...) under its module path (dots written ``__``). Member
+    m's parameters are PyTorch's default initialisation of :class:`TransformerSeq2Seq`,
+    drawn parameter by parameter in registration order from
+    ``torch.Generator().manual_seed(seeds[m])`` (:func:`_draw`), so a member is
+    reproducible on its own and does not depend on the other members or the global seed.
+
+    Batches as :class:`~attn_core.models.Seq2Seq`: ``src`` (S, B, L), ``tgt_in``/``tgt``
+    (S, B, T), optionally ``align``; ``forward`` returns ``logits`` (S, B, T, V) and the
+    cross-attention ``alpha`` (S, K, B, T, L); ``loss``/``evaluate`` are Seq2Seq's.
+    """
+
+    loss = Seq2Seq.loss
+    evaluate = Seq2Seq.evaluate
+
+    def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
+                 positions: str = "learned", norm: str = "pre", attention: str = "learned",
+                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True,
+                 seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        kwargs = dict(vocab=vocab, d_model=d_model, heads=heads, d_ff=d_ff,
+                      positions=positions, norm=norm, attention=attention, max_len=max_len,
+                      pos_std=pos_std, shared_positions=shared_positions)
+        base = TransformerSeq2Seq(**kwargs)
+        self.vocab, self.heads, self.attention = base.vocab, base.heads, base.attention
+        # the readable module, not registered: its parameters are replaced by each member's
+        object.__setattr__(self, "_base", base)
+        self._names = [n for n, _ in base.named_parameters()]
+        members = [_draw(base, g) for g in generators(self.seeds)]
+        self.params = nn.ParameterDict({
+            n.replace(".", "__"): nn.Parameter(torch.stack([m[n] for m in members]))
+            for n in self._names})
+        if attention == "uniform":  # the cross-attention's queries and keys do nothing
+            for n in self._names:
+                if n.startswith(("cross.q.", "cross.k.")):
+                    self.params[n.replace(".", "__")].requires_grad_(False)
+
+    def _member_params(self) -> dict[str, Tensor]:
+        return {n: self.params[n.replace(".", "__")] for n in self._names}
+
+    def _call(self, module: nn.Module, prefix: str, *args: Tensor):
+        """``module(*args)`` for every member on its own parameters (named ``prefix`` +
+        the readable model's names) and inputs (each arg (S, ...)), stacked on dim 0."""
+        params = {prefix + n: t for n, t in self._member_params().items()}
+
+        def one(p, *xs):
+            return functional_call(module, p, xs, strict=True)
+
+        if self.n_members == 1:
+            # squeeze, not t[0]: a view whose backward copies nothing
+            out = one({n: t.squeeze(0) for n, t in params.items()},
+                      *(a.squeeze(0) for a in args))
+            return ({k: v.unsqueeze(0) for k, v in out.items()} if isinstance(out, dict)
+                    else out.unsqueeze(0))
+        return torch.vmap(one)(params, *args)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """``logits`` (S, B, T, V) and the cross-attention ``alpha`` (S, K, B, T, L)."""
+        _check_inputs(src, tgt_in, self.n_members, self.vocab)
+        out = self._call(self._base, "", src, tgt_in)
+        return {"logits": out["logits"], "alpha": out["alpha"].transpose(1, 2)}
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
+        """Every member's :meth:`TransformerSeq2Seq.lexical_probe`: (S, B, T, L)."""
+        _check_inputs(src, tgt_in, self.n_members, self.vocab)
+        _check_indices("tgt", tgt, tgt_in.shape, self.vocab)
+        return self._call(_Probe(self._base), "model.", src, tgt_in, tgt)
+
+    def member_module(self, m: int = 0) -> TransformerSeq2Seq:
+        """Member ``m`` as a plain :class:`TransformerSeq2Seq` with its weights (a copy)."""
+        m = check_int("m", m, 0, self.n_members - 1)
+        out = copy.deepcopy(self._base)
+        out.load_state_dict({n: t.detach()[m].clone() for n, t in
+                             self._member_params().items()})
+        return out
+
+
+class _Probe(nn.Module):
+    """``model.lexical_probe`` as a module's forward (for :func:`functional_call`)."""
+
+    def __init__(self, model: TransformerSeq2Seq):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src, tgt_in, tgt):
+        return self.model.lexical_probe(src, tgt_in, tgt)
+
+
+def _draw(base: nn.Module, g: torch.Generator) -> dict[str, Tensor]:
+    """One member's parameters: PyTorch's default initialisation of each of ``base``'s
+    parameters, drawn in the order of ``named_modules`` from ``g`` (the decoder's own
+    positions, if any, last): Linear weight and bias U(±1/√fan_in), Embedding N(0, 1),
+    learned positions N(0, pos_std²), LayerNorm 1 and 0, the relative-position biases 0."""
+    params = [(f"{mod_name}.{p_name}" if mod_name else p_name, mod, p_name, p)
+              for mod_name, mod in base.named_modules()
+              for p_name, p in mod.named_parameters(recurse=False)]
+    params.sort(key=lambda item: item[0] == "pos_dec")  # stable: only pos_dec moves
+    out = {}
+    for name, mod, p_name, p in params:
+        t = torch.empty_like(p)
+        if isinstance(mod, nn.Linear):
+            bound = 1.0 / math.sqrt(mod.in_features)
+            t.uniform_(-bound, bound, generator=g)
+        elif isinstance(mod, nn.LayerNorm):
+            t.fill_(1.0 if p_name == "weight" else 0.0)
+        elif isinstance(mod, nn.Embedding):
+            t.normal_(0.0, 1.0, generator=g)
+        elif p_name in ("pos", "pos_dec"):
+            t.normal_(0.0, base.pos_std, generator=g)
+        else:  # rel
+            t.zero_()
+        out[name] = t
+    return out
+
+
+def _check_inputs(src, tgt_in, n_members: int, vocab: int) -> None:
+    """Seq2Seq's check of the two batches ((S, B, L) and (S, B, T), non-empty, the same S and
+    B), then one batch per member and ids in [0, vocab): the readable model's plain
+    embedding would otherwise fail inside the per-member call."""
+    _check_pair("src", src, "tgt_in", tgt_in)
+    for name, t in (("src", src), ("tgt_in", tgt_in)):
+        if t.shape[0] != n_members:
+            raise ValueError(f"{name} has leading dimension {t.shape[0]} but the model has "
+                             f"{n_members} members")
+        check_token_ids(name, t, vocab)
+
+
+# ------------------------------------------------------------------------- experiments
+@dataclass(frozen=True)
+class TransformerCopyConfig(CopyTraining, Experiment):
+    """Chapter 4's copy tasks (:class:`~attn_core.data.CopyTask`) with the Transformer:
+    ``distribution``/``vocab``/``length``/``eos`` as in chapter 4's
+    :class:`~attn_core.chapters.ch4_copy.CopyConfig`; the model's size, ``positions``,
+    ``norm`` and ``attention`` ("uniform": cross-attention frozen at 1/L) as in
+    :class:`TransformerSeq2Seq`; Adam as everywhere in the book. Probe and engine arguments
+    as chapter 4's (:class:`~attn_core.chapters.ch4_copy.CopyTraining`)."""
+
+    name = "transformer"
+    nonnegative_floats = ("pos_std",)
+
+    length: int = 20
+    vocab: int | None = None
+    distribution: str = "permutation"
+    eos: bool = True
+    d_model: int = 64
+    heads: int = 4
+    d_ff: int = 128
+    positions: str = "learned"
+    pos_std: float = 1.0
+    shared_positions: bool = True
+    norm: str = "pre"
+    attention: str = "learned"
+    batch_size: int = 32
+    steps: int = 300
+    lr: float = 1e-3
+    eval_every: int = 20
+    eval_batch_size: int = 64
+    seeds: tuple[int, ...] = tuple(range(10))
+    execution: str = "auto"
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._check_copy_task()
+        cls = type(self).__name__
+        check_choice(f"{cls}.positions", self.positions, POSITIONS)
+        check_choice(f"{cls}.norm", self.norm, NORMS)
+        check_bool(f"{cls}.eos", self.eos)
+        if self.d_model % self.heads:
+            raise ValueError(f"{cls}.d_model ({self.d_model}) must be a multiple of "
+                             f"{cls}.heads ({self.heads})")
+
+    def task(self) -> CopyTask:
+        return CopyTask(self.length, self.vocab, self.distribution, eos=self.eos)
+
+    def model_fn(self, task):
+        return functools.partial(StackedTransformer, vocab=task.model_vocab,
+                                 d_model=self.d_model, heads=self.heads, d_ff=self.d_ff,
+                                 positions=self.positions, norm=self.norm,
+                                 attention=self.attention, pos_std=self.pos_std,
+                                 shared_positions=self.shared_positions,
+                                 max_len=max(64, task.length + 2))
+
+    def cache_name(self) -> str:
+        return f"{self.name}-{self.positions}"
+
+    def label(self, task) -> str:
+        return (f"transformer {self.distribution} V={task.vocab} ({self.positions} "
+                f"positions, {self.attention})")
+
+
+#: The chapter's Transformer on chapter 4's fast task (L = 20 + EOS, batch 32, 300 steps,
+#: ten seeds). Full: chapter 4's full task (L = 40, batch 128) with a wider model -- not
+#: run at that size on this project's CPUs (see the chapter's notes).
+TRANSFORMER_BASE = Preset(
+    fast=TransformerCopyConfig(),
+    full=TransformerCopyConfig(length=40, d_model=128, heads=4, d_ff=256, batch_size=128,
+                               eval_every=10, eval_batch_size=128,
+                               seeds=tuple(range(20))),
+)
+
+#: The chapter's stored sweep: condition name -> (fields of TRANSFORMER_BASE.fast, task),
+#: task "permutation", "control" (L distinct words of 1.5 L, chapter 4's control) or "iid"
+#: (each word uniform over V = L, repetitions allowed).
+SWEEP_CONDITIONS = {
+    "learned": ({}, "permutation"),
+    "learned, control": ({}, "control"),
+    "learned, iid": ({}, "iid"),
+    "small positions": ({"pos_std": 0.02}, "permutation"),
+    "small positions, control": ({"pos_std": 0.02}, "control"),
+    "qk": ({"positions": "qk"}, "permutation"),
+    "qk-cross": ({"positions": "qk-cross"}, "permutation"),
+    "qk-cross, small positions": ({"positions": "qk-cross", "pos_std": 0.02}, "permutation"),
+    "qk-self": ({"positions": "qk-self"}, "permutation"),
+    "qk-self, control": ({"positions": "qk-self"}, "control"),
+    "uniform": ({"attention": "uniform"}, "permutation"),
+    "uniform, control": ({"attention": "uniform"}, "control"),
+    "none": ({"positions": "none"}, "permutation"),
+    "pos_std 0.5": ({"pos_std": 0.5}, "permutation"),
+    "pos_std 0.3": ({"pos_std": 0.3}, "permutation"),
+    "pos_std 0.1": ({"pos_std": 0.1}, "permutation"),
+    "sinusoidal": ({"positions": "sinusoidal"}, "permutation"),
+    "relative": ({"positions": "relative"}, "permutation"),
+}
+
+#: Where the stored sweep lives (written by ``benchmarks/ch6_prototype/sweep.py``).
+SWEEP_FILE = Path(__file__).with_name("data") / "ch6_sweep.json"
+
+
+def sweep_config(name: str, seeds: Sequence[int] | None = None,
+                 base: TransformerCopyConfig | None = None) -> TransformerCopyConfig:
+    """The configuration of sweep condition ``name`` (a key of :data:`SWEEP_CONDITIONS`),
+    on ``base`` (default ``TRANSFORMER_BASE.fast``), optionally with other ``seeds``."""
+    name = check_choice("name", name, tuple(SWEEP_CONDITIONS))
+    base = TRANSFORMER_BASE.fast if base is None else base
+    if not isinstance(base, TransformerCopyConfig):
+        raise TypeError(f"base must be a TransformerCopyConfig; got {type(base).__name__}")
+    fields, task = SWEEP_CONDITIONS[name]
+    cfg = replace(base, **fields)
+    if task == "control":
+        cfg = replace(cfg, distribution="distinct", vocab=int(1.5 * cfg.length))
+    elif task == "iid":
+        cfg = replace(cfg, distribution="iid")
+    if seeds is not None:
+        cfg = replace(cfg, seeds=tuple(check_seeds("seeds", seeds)))
+    return cfg
+
+
+def load_sweep(path: str | Path | None = None) -> dict:
+    """The stored sweep: condition name -> its row (config, seeds, final and per-evaluation
+    token accuracy, attention accuracy and β alignment). Raises ValueError naming the file
+    if a row is missing, or if a row's stored configuration is not :func:`sweep_config`'s
+    -- a stored result is never shown for a configuration it was not computed with."""
+    path = SWEEP_FILE if path is None else Path(path)
+    try:
+        rows = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"the stored sweep {path} is missing: run "
+                         f"python benchmarks/ch6_prototype/sweep.py") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
+                         f"python benchmarks/ch6_prototype/sweep.py again") from None
+    for name in SWEEP_CONDITIONS:
+        want = json.loads(json.dumps(asdict(sweep_config(name))))
+        if name not in rows:
+            raise ValueError(f"the stored sweep {path} has no row {name!r}: run "
+                             f"python benchmarks/ch6_prototype/sweep.py")
+        if rows[name].get("config") != want:
+            raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
+                             f"another configuration than sweep_config({name!r}); run "
+                             f"python benchmarks/ch6_prototype/sweep.py to recompute it")
+    return rows

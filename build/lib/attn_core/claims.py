@@ -1,0 +1,455 @@
+"""The claims cell: show the evidence for a chapter's claims, then assert them all at once.
+
+Every chapter ends its experiments with one *claims cell*. It collects each claim of the
+chapter (keyed by its experiment-catalogue id, e.g. ``"P2"``) together with the value the
+experiment measured, the test the value must pass and, where the paper gives one, the paper's
+value; it shows all of that as one table (HTML in a notebook, plain text elsewhere), and only
+then asserts. A failing claim
+therefore never hides the others: the reader sees the whole table, and the single
+:class:`AssertionError` lists every claim that failed, with its full statement::
+
+    from attn_core.claims import Claims
+
+    c = Claims("Chapter 4")
+    c.check("P2", "permutations succeed less often than the control (difference)",
+            measured=gap, op=">=", threshold=0.4, paper="≈ 0.5")
+    c.check("P5", "proxy spread under permutations", measured=spread, op="<", threshold=1e-6)
+    c.check("M3", "random K=8 heads succeed", measured=acc_per_seed, op=">=", threshold=0.8)
+    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=late_wins,
+            measured="3/3 seeds")
+    c.show()        # the evidence, as a table (shown, and returned as plain text)
+    c.assert_all()  # one AssertionError naming every failed claim; else "all 4 claims ... hold"
+
+Comparisons (``op``): ``"<"``, ``"<="``, ``">"``, ``">="``, ``"=="``, ``"!="`` against a finite
+number; ``"in"`` with ``threshold=(low, high)``, the closed interval ``low <= x <= high``; and
+``"≈"`` with ``threshold=(target, tol)``, meaning ``|x - target| <= tol`` (up to float rounding,
+1e-12 relative, so ``0.55`` is within ``0.05`` of ``0.5``). A sequence or array of
+measured values (one per seed, say) must pass for *every* element. A NaN never passes any
+comparison, ``"!="`` included.
+"""
+
+from __future__ import annotations
+
+import html as _html
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Claim", "Claims", "OPS", "format_number"]
+
+#: The comparisons :meth:`Claims.check` understands.
+OPS = ("<", "<=", ">", ">=", "==", "!=", "in", "≈")
+_PAIR_OPS = ("in", "≈")
+_HOLDS = "holds"  # the op recorded for Claims.holds
+_ROUNDING = 1e-12  # relative slack of "≈", so that float rounding cannot flip a boundary case
+
+# Column caps of the printed table: claim, statement, measured, threshold, paper, mark.
+# 7 + 33 + 15 + 10 + 9 + 1 plus four 2-space gaps and one space before the mark = 84
+# characters at most: the book's text column shows 85 characters of monospace output
+# without a horizontal scrollbar (tests/test_browser.py checks every chapter's table).
+_WIDTHS = (7, 33, 15, 10, 9, 1)
+MAX_WIDTH = 84
+_HEADER = ("claim", "statement", "measured", "threshold", "paper", "")
+_GAP = "  "
+_PASS, _FAIL = "✓", "✗"
+
+
+# ------------------------------------------------------------------------------- formatting
+
+def format_number(x) -> str:
+    """``x`` compactly: ints as ints, 3 significant digits, scientific when tiny or huge.
+
+    >>> [format_number(v) for v in (3, 0.6, 0.123456, 12.345, 1234.5, 3e-9, 2.5e7, True)]
+    ['3', '0.6', '0.123', '12.3', '1234', '3e-9', '2.5e7', 'True']
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if not _is_real(x):
+        raise TypeError(f"x must be a real number or a bool; got {type(x).__name__} {x!r:.60}")
+    if isinstance(x, (numbers.Integral, np.integer)):
+        x = int(x)
+        return str(x) if abs(x) < 10**7 else _sci(float(x))
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    if ax < 1e-3 or ax >= 1e5:
+        return _sci(x)
+    if ax >= 100:
+        return f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def _sci(x: float) -> str:
+    mantissa, exponent = f"{x:.2e}".split("e")  # 3 significant digits
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _format_values(values: tuple, limit: int = _WIDTHS[2]) -> str:
+    """A sequence of measured values: the list when short, else its range and count."""
+    listed = "[" + ", ".join(format_number(v) for v in values) + "]"
+    if len(listed) <= limit:
+        return listed
+    arr = np.asarray(values, dtype=float)
+    n, n_nan = arr.size, int(np.isnan(arr).sum())
+    if n_nan == n:
+        return f"all nan (n={n})"
+    lo, hi = format_number(np.nanmin(arr)), format_number(np.nanmax(arr))
+    text = f"{lo}..{hi} (n={n})"
+    return text if not n_nan else f"{lo}..{hi}+nan (n={n})"
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with a trailing "…" if longer."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+# ---------------------------------------------------------------------------------- records
+
+def _smoke_note() -> str:
+    """Said after a claims table measured in a smoke run (ATTN_MAX_STEPS)."""
+    from .config import env_max_steps
+    cap = env_max_steps()
+    return "" if cap is None else f" (SMOKE RUN, ATTN_MAX_STEPS={cap}: not checked)"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked claim: what was claimed, what was measured, and whether it held.
+
+    ``measured`` is a ``bool``/``int``/``float``, a tuple of numbers (every element was
+    compared), or, for :meth:`Claims.holds`, whatever description was given (``str`` or
+    ``None`` included). ``op`` is one of :data:`OPS`, or ``"holds"`` for a boolean fact.
+    ``failing`` holds the indices of the elements that failed when ``measured`` is a tuple.
+    """
+
+    id: str
+    statement: str
+    measured: Any
+    op: str
+    threshold: float | tuple[float, float] | None
+    paper: str | None
+    ok: bool
+    failing: tuple[int, ...] = ()
+
+    @property
+    def measured_text(self) -> str:
+        m = self.measured
+        if m is None:
+            return ""
+        if isinstance(m, str):
+            return m
+        if isinstance(m, tuple):
+            return _format_values(m)
+        return format_number(m)
+
+    @property
+    def threshold_text(self) -> str:
+        if self.op == _HOLDS:
+            return "holds"
+        if self.op == "in":
+            lo, hi = self.threshold
+            return f"in [{format_number(lo)}, {format_number(hi)}]"
+        if self.op == "≈":
+            target, tol = self.threshold
+            return f"≈ {format_number(target)} ± {format_number(tol)}"
+        return f"{self.op} {format_number(self.threshold)}"
+
+    def describe(self) -> str:
+        """The failure report for this claim: full statement, measured value, what was needed."""
+        lines = [f"{self.id}: {self.statement}"]
+        if self.op == _HOLDS:
+            need = "needs to hold, but is false"
+            if self.measured is not None:
+                need = f"measured {self.measured_text}; " + need
+        else:
+            m = self.measured
+            shown = ("[" + ", ".join(format_number(v) for v in m) + "]"
+                     if isinstance(m, tuple) else self.measured_text)
+            need = f"measured {shown}; needs {self.threshold_text}"
+            if isinstance(m, tuple):
+                bad = ", ".join(f"[{i}]={format_number(m[i])}" for i in self.failing[:6])
+                more = f", … ({len(self.failing)} in all)" if len(self.failing) > 6 else ""
+                need += f" for every element; fails at {bad}{more}"
+        if self.paper is not None:
+            need += f"; paper: {self.paper}"
+        lines.append("    " + need)
+        return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------- validation
+
+def _is_real(value) -> bool:
+    return isinstance(value, (numbers.Real, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def _check_text(name: str, value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be a non-empty str; got {type(value).__name__} {value!r}")
+    return value.strip()
+
+
+def _check_measured(value, name: str = "measured"):
+    """``value`` as a bool/int/float scalar, or a tuple of numbers; NaN and inf are kept."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        value = value.detach().cpu().numpy()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if _is_real(value):
+        return int(value) if isinstance(value, (numbers.Integral, np.integer)) else float(value)
+    kind = (f"{name} must be a real number, a bool, or a non-empty sequence/array of real "
+            f"numbers; got {type(value).__name__} {value!r:.80}")
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(kind)
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nesting
+        raise TypeError(kind) from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(kind)
+    if arr.ndim == 0:
+        return _check_measured(arr.item(), name)
+    if arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty sequence/array of real numbers; got an "
+                         f"empty {type(value).__name__}")
+    return tuple(arr.ravel().tolist())
+
+
+def _check_threshold(op: str, threshold) -> float | tuple[float, float]:
+    if op in _PAIR_OPS:
+        what = "(low, high)" if op == "in" else "(target, tol)"
+        if (not isinstance(threshold, (tuple, list, np.ndarray)) or len(threshold) != 2
+                or not all(_is_real(t) for t in threshold)):
+            raise TypeError(f"threshold for op {op!r} must be a pair {what} of finite real "
+                            f"numbers; got {threshold!r}")
+        a, b = float(threshold[0]), float(threshold[1])
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise ValueError(f"threshold for op {op!r} must be a pair {what} of finite real "
+                             f"numbers; got {threshold!r}")
+        if op == "in" and a > b:
+            raise ValueError(f"threshold for op 'in' must be (low, high) with low <= high; "
+                             f"got {threshold!r}")
+        if op == "≈" and b < 0:
+            raise ValueError(f"threshold for op '≈' must be (target, tol) with tol >= 0; "
+                             f"got {threshold!r}")
+        return (a, b)
+    if isinstance(threshold, (bool, np.bool_)) and op in ("==", "!="):
+        return int(threshold)  # flag == True
+    if not _is_real(threshold):
+        raise TypeError(f"threshold for op {op!r} must be a finite real number; "
+                        f"got {type(threshold).__name__} {threshold!r}")
+    if not math.isfinite(float(threshold)):
+        raise ValueError(f"threshold for op {op!r} must be a finite real number; got {threshold}")
+    return int(threshold) if isinstance(threshold, (numbers.Integral, np.integer)) \
+        else float(threshold)
+
+
+def _check_paper(paper) -> str | None:
+    if paper is None:
+        return None
+    if isinstance(paper, str):
+        return paper.strip() or None
+    if _is_real(paper):
+        return format_number(paper)
+    raise TypeError(f"paper must be None, a str or a real number; got "
+                    f"{type(paper).__name__} {paper!r}")
+
+
+def _compare(values: np.ndarray, op: str, threshold) -> np.ndarray:
+    """Element-wise pass/fail; NaN fails every op."""
+    with np.errstate(invalid="ignore"):
+        if op == "<":
+            ok = values < threshold
+        elif op == "<=":
+            ok = values <= threshold
+        elif op == ">":
+            ok = values > threshold
+        elif op == ">=":
+            ok = values >= threshold
+        elif op == "==":
+            ok = values == threshold
+        elif op == "!=":
+            ok = values != threshold
+        elif op == "in":
+            ok = (values >= threshold[0]) & (values <= threshold[1])
+        else:  # "≈", forgiving float rounding: 0.55 is within 0.05 of 0.5
+            target, tol = threshold
+            ok = np.abs(values - target) <= tol + _ROUNDING * max(abs(target), tol)
+    return ok & ~np.isnan(values)
+
+
+# -------------------------------------------------------------------------------- collector
+
+class _Printed(str):
+    """A str already printed: Jupyter shows nothing more when it is a cell's last value."""
+
+    def _ipython_display_(self):
+        pass
+
+
+class _Table:
+    """The claims table for a notebook: HTML (cells wrap, so the whole statement shows and
+    Greek letters or ≤ in a fallback font cannot push it past the book's column) with the
+    plain-text table as its text/plain form (terminals, nbval)."""
+
+    def __init__(self, text: str, html: str):
+        self.text, self.html = text, html
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+
+class Claims:
+    """Collects a chapter's claims; :meth:`show` prints the evidence, :meth:`assert_all` checks it.
+
+    ``rows`` lists every :class:`Claim` in the order checked; ``failed`` the ones that did not
+    hold. Several checks may share a catalogue id, but the same (id, statement) twice is an
+    error (almost always a copy-paste slip).
+    """
+
+    def __init__(self, title: str):
+        self.title = _check_text("title", title)
+        self._rows: list[Claim] = []
+
+    # ----------------------------------------------------------------------------- recording
+    def check(self, id: str, statement: str, *, measured, op: str, threshold,
+              paper: str | float | None = None) -> Claim:
+        """Record the claim ``measured <op> threshold`` (for every element of a sequence)."""
+        id, statement = self._check_new(id, statement)
+        if not isinstance(op, str) or op not in OPS:
+            raise ValueError(f"op must be one of {', '.join(repr(o) for o in OPS)}; got {op!r}")
+        value = _check_measured(measured)
+        threshold = _check_threshold(op, threshold)
+        paper = _check_paper(paper)
+        values = np.atleast_1d(np.asarray(value, dtype=float))
+        passed = _compare(values, op, threshold)
+        failing = tuple(int(i) for i in np.flatnonzero(~passed)) if isinstance(value, tuple) else ()
+        claim = Claim(id, statement, value, op, threshold, paper, bool(passed.all()), failing)
+        self._rows.append(claim)
+        return claim
+
+    def holds(self, id: str, statement: str, *, ok, measured=None,
+              paper: str | float | None = None) -> Claim:
+        """Record a claim that is a boolean fact (``ok``), with an optional description of the
+        evidence in ``measured`` (a str such as ``"3/3 seeds"``, a number or numbers, or None)."""
+        id, statement = self._check_new(id, statement)
+        if not isinstance(ok, (bool, np.bool_)):
+            raise TypeError(f"ok must be a bool; got {type(ok).__name__} {ok!r:.80} "
+                            "(reduce arrays with .all() or .any() first)")
+        if measured is not None and not isinstance(measured, str):
+            measured = _check_measured(measured)
+        claim = Claim(id, statement, measured, _HOLDS, None, _check_paper(paper), bool(ok))
+        self._rows.append(claim)
+        return claim
+
+    def _check_new(self, id, statement) -> tuple[str, str]:
+        id = _check_text("id", id)
+        statement = _check_text("statement", statement)
+        if any(r.id == id and r.statement == statement for r in self._rows):
+            raise ValueError(f"duplicate claim: {id!r} with statement {statement!r} was already "
+                             f"checked in {self.title!r}")
+        return id, statement
+
+    # ------------------------------------------------------------------------------- results
+    @property
+    def rows(self) -> list[Claim]:
+        return list(self._rows)
+
+    @property
+    def failed(self) -> list[Claim]:
+        return [r for r in self._rows if not r.ok]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        n = len(self._rows)
+        return f"Claims({self.title!r}: {n - len(self.failed)}/{n} hold)"
+
+    def table(self) -> str:
+        """The evidence as plain text, one claim a row, no row wider than :data:`MAX_WIDTH`."""
+        cells = [_HEADER] + [
+            (r.id, r.statement, r.measured_text, r.threshold_text, r.paper or "",
+             _PASS if r.ok else _FAIL) for r in self._rows]
+        caps = list(_WIDTHS)
+        has_paper = any(row[4] for row in cells[1:])
+        if not has_paper:  # no paper values: the statement gets the paper column's room
+            caps[1] += caps[4] + len(_GAP)
+        cells = [[_fit(c, w) for c, w in zip(row, caps)] for row in cells]
+        widths = [max(len(row[j]) for row in cells) for j in range(len(caps))]
+        if not has_paper:
+            cells = [row[:4] + row[5:] for row in cells]
+            widths = widths[:4] + widths[5:]
+        lines = [(_GAP.join(c.ljust(w) for c, w in zip(row[:-1], widths[:-1])) + " " + row[-1])
+                 .rstrip() for row in cells]
+        n = len(self._rows)
+        head = f"{self.title}: {n - len(self.failed)} of {n} claims hold{_smoke_note()}"
+        rule = "-" * max(len(line) for line in lines)
+        return "\n".join([head, rule, lines[0], rule, *lines[1:], rule])
+
+    def html(self) -> str:
+        """The evidence as an HTML table (class ``attn-claims``): every statement in full."""
+        esc = _html.escape
+        n = len(self._rows)
+        has_paper = any(r.paper for r in self._rows)
+        head = ["claim", "statement", "measured", "threshold"] + (["paper"] if has_paper else [])
+        rows = []
+        for r in self._rows:
+            cells = [r.id, r.statement, r.measured_text, r.threshold_text]
+            cells += [r.paper or ""] if has_paper else []
+            mark = (f'<td class="attn-claim-{"ok" if r.ok else "failed"}">'
+                    f'{_PASS if r.ok else _FAIL}</td>')
+            rows.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + mark + "</tr>")
+        caption = esc(f"{self.title}: {n - len(self.failed)} of {n} claims hold"
+                      f"{_smoke_note()}")
+        return (f'<table class="attn-claims"><caption>{caption}</caption><thead><tr>'
+                + "".join(f"<th>{h}</th>" for h in head) + "<th></th></tr></thead><tbody>"
+                + "".join(rows) + "</tbody></table>")
+
+    def show(self) -> str:
+        """Show the evidence table and return its plain text: in a notebook as an HTML table
+        (with the text as its plain form), elsewhere printed. The returned string does not
+        display itself again when ``c.show()`` ends a cell."""
+        text = _Printed(self.table())
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:  # pragma: no cover - IPython comes with the book's requirements
+            get_ipython = None
+        if get_ipython is not None and get_ipython() is not None:
+            display(_Table(str(text), self.html()))
+        else:
+            print(text)
+        return text
+
+    def assert_all(self) -> None:
+        """Raise one AssertionError listing every failed claim; else print that all hold."""
+        n = len(self._rows)
+        if n == 0:
+            raise AssertionError(f"no claims were checked in {self.title!r}")
+        from .config import env_max_steps
+        cap = env_max_steps()
+        if cap is not None:
+            print(f"smoke run (ATTN_MAX_STEPS={cap}): the {n} claims of {self.title} were not "
+                  f"checked -- a smoke run proves plumbing, not science")
+            return
+        failed = self.failed
+        if failed:
+            report = "\n".join(r.describe() for r in failed)
+            raise AssertionError(f"{len(failed)} of {n} claims of {self.title} fail:\n{report}")
+        print(f"all {n} claims of {self.title} hold")

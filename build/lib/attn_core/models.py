@@ -1,0 +1,867 @@
+"""The papers' models, each a stack of S independent members (see :mod:`attn_core.stacked`).
+
+Each class docstring leads with its equations and source:
+
+- :class:`AttentionClassifier` -- LSTM + single-vector attention binary classifier
+  (Snell et al. blog; SZKS Eq. 5): ``a_l = αᵀh_l``, ``p = softmax(a)``,
+  ``Pr[pos] = σ(Σ_l p_l W h_l)`` (chapters 1 and 3).
+- :class:`Seq2Seq` -- LSTM/GRU encoder-decoder with Luong (2015) "general" attention
+  ``score(s_t, h_l) = s_tᵀ W h_l`` and output ``softmax(W_o tanh(W_c [s_t; c_t]))``, with K heads
+  (SZKS Eq. 16-17; chapters 3-5).
+- :class:`BagOfWordsProxy` -- SZKS §2.3's bag-of-words proxy ``softmax((1/L) Σ_l θ_{x_l})``
+  (chapters 3-4) and :class:`BagOfWordsLogistic` -- its |O| = 2 twin (SZKS A.10).
+- :class:`TopicAttention` -- the Lu, Mao & Nayak (2021) topic model: ``s_w = qᵀκ_w``,
+  ``v̄ = Σ_w ν_w softmax(s)_w`` followed by an FC / TC / TL classifier (chapter 2), and
+  :class:`TopicAttentionCNN` -- the same attention over convolved word pairs (LMN App. A).
+
+Token ids are range-checked per member before the stacked lookup (an id equal to ``vocab``
+would otherwise read the next member's table).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .checks import (check_bool, check_bool_array, check_choice, check_index_tensor, check_int,
+                     check_int_array, check_real, check_seeds, check_sequences, check_token_ids)
+from .config import SEED_SALTS
+from .stacked import (RNN_CELLS, StackedEmbedding, StackedLinear, StackedModule, StackedRNN,
+                      generators, normal_init, stacked_parameter, uniform_init)
+
+__all__ = ["AttentionClassifier", "Seq2Seq", "TopicAttention", "TopicAttentionCNN",
+           "BagOfWordsProxy", "BagOfWordsLogistic", "ATTENTION_MODES", "HEAD_REDUCTIONS",
+           "CLASSIFIERS", "attention_weights"]
+
+
+#: ``"learned"``: α = softmax(scores); ``"uniform"``: α frozen at 1/L (SZKS §3.2's β^uf model).
+ATTENTION_MODES = ("learned", "uniform")
+#: How Seq2Seq combines its heads' contexts (see its docstring).
+HEAD_REDUCTIONS = ("mean", "sum")
+
+
+def attention_weights(scores: Tensor, mode: str) -> Tensor:
+    """Attention over the last axis (source positions): ``softmax(scores)`` when ``mode`` is
+    ``"learned"``, the uniform 1/L (scores ignored) when it is ``"uniform"``."""
+    if mode == "uniform":
+        return torch.full_like(scores, 1.0 / scores.shape[-1])
+    return torch.softmax(scores, dim=-1)
+
+
+# --------------------------------------------------------------------------- input checks
+#: How :func:`~attn_core.checks.check_index_tensor` words class labels.
+_LABELS = ("class labels", "n_classes")
+
+
+def _check_pair(a_name: str, a, b_name: str, b) -> None:
+    """Two batches of sequences, (S, B, L) and (S, B, T), of the same members and examples."""
+    check_sequences(a_name, a)
+    check_sequences(b_name, b, ("S", "B", "T"))
+    if a.shape[:2] != b.shape[:2]:
+        raise ValueError(f"{a_name} {tuple(a.shape)} and {b_name} {tuple(b.shape)} must share "
+                         f"their first two dimensions (S, B)")
+
+
+def _check_indices(name: str, t, shape, n: int, what: str = "token ids", size: str = "vocab",
+                   floating: bool = False) -> None:
+    """``t``: indices in ``[0, n)`` (see :func:`~attn_core.checks.check_index_tensor`) of
+    exactly ``shape``."""
+    check_index_tensor(name, t, n, what, size, floating)
+    if t.shape != shape:
+        raise ValueError(f"{name} must have shape {tuple(shape)}; got {tuple(t.shape)}")
+
+
+# --------------------------------------------------------------------------- chapter 1
+class AttentionClassifier(StackedModule):
+    """Attention LSTM binary classifier (Snell et al. blog; SZKS §2.4, Eq. 5).
+
+    Tokens are embedded and encoded by a unidirectional LSTM into ``h_1..h_L``; then ::
+
+        a_l = αᵀ h_l,   p = softmax(a),   β_l = W h_l  (output relevance, the slides' r_l)
+        logit = Σ_l p_l β_l,   Pr[positive] = σ(logit)
+
+    ``attention="uniform"`` freezes p at 1/L (the model used for β^uf in SZKS §3.2, §6.1).
+
+    Batches: ``{"x": (S, B, L) long, "y": (S, B) float in {0, 1}}``.
+    """
+
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 32, attention: str = "learned",
+                 seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab = check_int("vocab", vocab, 2)
+        self.embed = check_int("embed", embed)
+        self.hidden = check_int("hidden", hidden)
+        check_choice("attention", attention, ATTENTION_MODES)
+        self.attention = attention
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        gens = generators(self.seeds)
+        self.emb = StackedEmbedding(gens, vocab, embed)
+        self.rnn = StackedRNN(gens, embed, hidden, "lstm")
+        bound = 1.0 / math.sqrt(hidden)
+        self.alpha = stacked_parameter(gens, (hidden,), uniform_init(bound))
+        self.w = stacked_parameter(gens, (hidden,), uniform_init(bound))
+        if attention == "uniform":
+            self.alpha.requires_grad_(False)
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        """Return ``logit`` (S, B), attention ``p`` (S, B, L), relevance ``beta`` (S, B, L)."""
+        check_sequences("x", x)
+        h, _ = self.rnn(self.emb(x))  # (S, B, L, H)
+        a = torch.einsum("sblh,sh->sbl", h, self.alpha)
+        p = attention_weights(a, self.attention)
+        beta = torch.einsum("sblh,sh->sbl", h, self.w)
+        return {"logit": (p * beta).sum(-1), "p": p, "beta": beta}
+
+    def _check_labelled(self, batch) -> None:
+        """The batch's keys, and its labels y (S, B): floats 0. or 1., one per sequence of x."""
+        self._check_batch(batch, ("x", "y"))
+        check_sequences("batch['x']", batch["x"])
+        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], 2, *_LABELS, floating=True)
+
+    def loss(self, batch):
+        self._check_labelled(batch)
+        out = self(batch["x"])
+        return F.binary_cross_entropy_with_logits(out["logit"], batch["y"], reduction="none").mean(1)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_labelled(batch)
+        out = self(batch["x"])
+        loss = F.binary_cross_entropy_with_logits(out["logit"], batch["y"], reduction="none").mean(1)
+        acc = ((out["logit"] > 0).float() == batch["y"]).float().mean(1)
+        return {"loss": loss, "accuracy": acc}
+
+
+# --------------------------------------------------------------------------- chapters 3-5
+class Seq2Seq(StackedModule):
+    """Encoder-decoder with Luong "general" attention and K heads (Luong et al. 2015; SZKS §2.1).
+
+    Encoder and decoder are one-layer unidirectional LSTMs (or GRUs) sharing one embedding for
+    source and target tokens. The decoder runs with teacher forcing on ``[BOS, y_1..y_{T-1}]``,
+    starting from the encoder's final state. For each head k (SZKS Eq. 16-17)::
+
+        score^k_{t,l} = s_tᵀ W_k h_l,   α^k_t = softmax_l(score^k_t),   c^k_t = Σ_l α^k_{t,l} h_l
+        c_t = Σ_k P_k c^k_t      (head_reduce="sum", SZKS Eq. 17)
+        c_t = (1/K) Σ_k P_k c^k_t      (head_reduce="mean", the authors' code; the default)
+        p_t = softmax(W_o tanh(W_c [s_t; c_t] + b_c) + b_o)
+
+    P_k is the identity unless ``head_proj=True``, which gives every head its own learned
+    projection of its context. ``bias=True`` adds the biases of the authors' code: the score
+    becomes ``(s_tᵀ W_k + a_k) h_l`` and, with projections, the head's context ``P_k c^k_t + b_k``.
+    The authors' code (Sea-Snell/AttentionDynamics, ``SequenceCopying/``) is, for one head,
+    ``head_proj=True, bias=True`` (its ``project_enc``) with a shared embedding, and for K
+    heads GRUs with ``head_proj=True, bias=True, head_reduce="mean",
+    shared_embedding=False``. With K = 1, no projection and no bias this is Luong's model.
+
+    ``attention="uniform"`` freezes every α at 1/L (SZKS §3.2's β^uf model).
+
+    Batches: ``{"src": (S, B, L), "tgt_in": (S, B, T), "tgt": (S, B, T)}`` long tensors and
+    optionally ``"align": (S, B, T)``, the source position each target token copies (for the
+    attention accuracy).
+    """
+
+    def __init__(self, vocab: int, embed: int = 64, hidden: int = 64, heads: int = 1,
+                 cell: str = "lstm", attention: str = "learned", seeds: Sequence[int] = (0,),
+                 head_seeds: Sequence[int | Sequence[int]] | None = None,
+                 head_proj: bool = False, head_reduce: str = "mean", bias: bool = False,
+                 shared_embedding: bool = True):
+        super().__init__()
+        self.vocab = check_int("vocab", vocab, 2)
+        self.embed = check_int("embed", embed)
+        self.hidden = check_int("hidden", hidden)
+        self.heads = check_int("heads", heads)
+        check_choice("cell", cell, RNN_CELLS)
+        check_choice("attention", attention, ATTENTION_MODES)
+        check_choice("head_reduce", head_reduce, HEAD_REDUCTIONS)
+        check_bool("head_proj", head_proj)
+        check_bool("bias", bias)
+        check_bool("shared_embedding", shared_embedding)
+        self.cell, self.attention, self.head_reduce = cell, attention, head_reduce
+        self.shared_embedding = shared_embedding
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        gens = generators(self.seeds)
+        self.emb = StackedEmbedding(gens, vocab, embed)
+        self.encoder = StackedRNN(gens, embed, hidden, cell)
+        self.decoder = StackedRNN(gens, embed, hidden, cell)
+        self.combine = StackedLinear(gens, 2 * hidden, hidden)
+        self.out = StackedLinear(gens, hidden, vocab)
+        # Score matrices. Default: drawn from the member's own generator after the rest of the
+        # model. With head_seeds (one entry per member) the heads come from their own seeds, so
+        # one base model can carry different heads (SZKS §5.2): an int draws all K heads from one
+        # generator; a list of K ints draws head k from seed k alone, so that head is exactly the
+        # score matrix of the one-head model built with head_seeds=[that seed].
+        bound = 1.0 / math.sqrt(hidden)
+        if head_seeds is None:
+            self.score = stacked_parameter(gens, (self.heads, hidden, hidden), uniform_init(bound))
+        else:
+            if isinstance(head_seeds, (int, str)) or len(head_seeds) != self.n_members:
+                raise ValueError(f"head_seeds must have one entry per member ({self.n_members}); "
+                                 f"got {head_seeds!r}")
+            members = []
+            for entry in head_seeds:
+                if isinstance(entry, Sequence):
+                    if len(entry) != self.heads:
+                        raise ValueError(f"a head_seeds entry lists {len(entry)} seeds for "
+                                         f"{self.heads} heads (heads must match)")
+                    heads = [stacked_parameter(generators(check_seeds("head_seeds", [h])), (1, hidden, hidden),
+                                    uniform_init(bound))[0, 0] for h in entry]
+                    members.append(torch.stack(heads))
+                else:
+                    members.append(stacked_parameter(generators(check_seeds("head_seeds", [entry])),
+                                          (self.heads, hidden, hidden), uniform_init(bound))[0])
+            self.score = nn.Parameter(torch.stack([m.detach() for m in members]))
+        # The decoder's own embedding (the authors' multi-head code), drawn after the rest of
+        # the member's model, so the other tensors are those of the shared-embedding model.
+        self.dec_emb = None if shared_embedding else StackedEmbedding(gens, vocab, embed)
+        # Optional per-head context projections P_k and biases a_k, b_k: each drawn from its
+        # head's seed plus its own salt (config.SEED_SALTS), so a head (W_k, a_k, P_k, b_k) is
+        # reproducible on its own and its tensors are independent of each other.
+        self.head_proj = self.score_bias = self.proj_bias = None
+        if head_proj:
+            self.head_proj = self._per_head(head_seeds, "head_projection", (hidden, hidden),
+                                            bound)
+        if bias:
+            self.score_bias = self._per_head(head_seeds, "head_score_bias", (hidden,), bound)
+            if head_proj:
+                self.proj_bias = self._per_head(head_seeds, "head_projection_bias", (hidden,),
+                                                bound)
+        if attention == "uniform":
+            self.score.requires_grad_(False)
+            if self.score_bias is not None:
+                self.score_bias.requires_grad_(False)
+
+    def _per_head(self, head_seeds, salt: str, shape: tuple, bound: float) -> nn.Parameter:
+        """One U(±bound) tensor of ``shape`` per head of every member: (S, K, *shape)."""
+        salt = SEED_SALTS[salt]
+        return nn.Parameter(torch.stack([
+            torch.stack([stacked_parameter(generators([int(h) + salt]), shape,
+                                           uniform_init(bound))[0]
+                         for h in self._head_seed_list(head_seeds, m)])
+            for m in range(self.n_members)]))
+
+    def _head_seed_list(self, head_seeds, m: int) -> list:
+        """The seed of every head of member m (from which its projection P_k is drawn)."""
+        salt = SEED_SALTS["heads_per_member"]
+        if head_seeds is None:
+            return [self.seeds[m] * salt + k for k in range(self.heads)]
+        entry = head_seeds[m]
+        if isinstance(entry, Sequence):
+            return list(entry)
+        return [int(entry)] if self.heads == 1 else [int(entry) * salt + k for k in range(self.heads)]
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L)."""
+        _check_pair("src", src, "tgt_in", tgt_in)
+        enc, dec = self._states(src, tgt_in)
+        S, B, L, H = enc.shape
+        T, K = dec.shape[2], self.heads
+        # s_tᵀ W_k h_l for every head: (S, K, B, T, L)
+        sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
+        if self.score_bias is not None:  # (s_tᵀ W_k + a_k) h_l
+            sw = sw + self.score_bias[:, :, None, None, :]
+        scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
+        alpha = attention_weights(scores, self.attention)
+        if self.head_proj is None:  # Σ_k c^k_t
+            ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc)
+        else:  # Σ_k P_k c^k_t
+            ctx = torch.einsum("skbtl,sblh,skgh->sbtg", alpha, enc, self.head_proj)
+        if self.proj_bias is not None:  # Σ_k (P_k c^k_t + b_k)
+            ctx = ctx + self.proj_bias.sum(1)[:, None, None, :]
+        if self.head_reduce == "mean":
+            ctx = ctx / K
+        o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
+        return {"logits": self.out(o), "alpha": alpha}
+
+    def _states(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """Encoder states (S, B, L, H) and teacher-forced decoder states (S, B, T, H)."""
+        enc, state = self.encoder(self.emb(src))
+        dec, _ = self.decoder((self.emb if self.dec_emb is None else self.dec_emb)(tgt_in), state)
+        return enc, dec
+
+    def position_contexts(self, enc: Tensor) -> Tensor:
+        """The context c_t if every head attended only to source position l: (S, B, L, H)
+        from encoder states (S, B, L, H) -- ``h_l``, or ``red_k (P_k h_l + b_k)``."""
+        K = self.heads
+        if self.head_proj is None:
+            return enc * K if (self.head_reduce == "sum" and K > 1) else enc
+        c = torch.einsum("sblh,skgh->sblg", enc, self.head_proj)
+        if self.proj_bias is not None:
+            c = c + self.proj_bias.sum(1)[:, None, None, :]
+        return c / K if self.head_reduce == "mean" else c
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
+        """SZKS §2.2 lexical probe: ``β_{t,l} = softmax(W_o tanh(W_c [s_t; c_l]))_{y_t}``.
+
+        The probability of the right output word y_t if the decoder at step t attended only to
+        source position l: its context would then be ``c_l`` = :meth:`position_contexts` (h_l
+        for one head without projection; the authors' code feeds ``project_enc(h_l)``).
+        Returns (S, B, T, L).
+        """
+        _check_pair("src", src, "tgt_in", tgt_in)
+        _check_indices("tgt", tgt, tgt_in.shape, self.vocab)
+        enc, dec = self._states(src, tgt_in)
+        enc = self.position_contexts(enc)
+        S, B, L, H = enc.shape
+        T = dec.shape[2]
+        # W_c [s_t; h_l] + b_c = (W_s s_t + b_c) + W_h h_l with W_c = [W_s, W_h]: two small
+        # products broadcast over the (t, l) pairs instead of one product per pair (the same
+        # sum, ~6x faster at the book's sizes; equal to float rounding).
+        w_s, w_h = self.combine.weight[:, :, :H], self.combine.weight[:, :, H:]
+        s_part = torch.baddbmm(self.combine.bias.unsqueeze(1), dec.reshape(S, -1, H),
+                               w_s.transpose(1, 2)).view(S, B, T, 1, H)
+        h_part = torch.bmm(enc.reshape(S, -1, H), w_h.transpose(1, 2)).view(S, B, 1, L, H)
+        # W_o tanh(z) + b_o with tanh(z) = 2 σ(2z) - 1, the factors folded into the small
+        # tensors: (2 W_o) σ(2 s_part + 2 h_part) + (b_o - W_o 1). One pass of σ over the
+        # (B, T, L, H) pairs instead of tanh, which this CPU build computes ~4x slower than σ;
+        # the probe takes about half the time (equal to the tanh form to float rounding).
+        u = (2 * s_part + 2 * h_part).sigmoid_().view(S, -1, H)
+        w_o = self.out.weight
+        b_o = -w_o.sum(-1) if self.out.bias is None else self.out.bias - w_o.sum(-1)
+        logits = torch.baddbmm(b_o.unsqueeze(1), u, 2 * w_o.transpose(1, 2))
+        logp = torch.log_softmax(logits.view(S, B, T, L, -1), dim=-1)
+        idx = tgt.view(S, B, T, 1, 1).expand(S, B, T, L, 1)
+        return logp.gather(-1, idx).squeeze(-1).exp()
+
+    def loss(self, batch):
+        self._check_batch(batch, ("src", "tgt_in", "tgt"))
+        _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
+        logits = self(batch["src"], batch["tgt_in"])["logits"]
+        ce = F.cross_entropy(logits.flatten(0, 2), batch["tgt"].flatten(), reduction="none")
+        return ce.view(self.n_members, -1).mean(1)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("src", "tgt_in", "tgt"))
+        _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
+        out = self(batch["src"], batch["tgt_in"])
+        logits, tgt = out["logits"], batch["tgt"]
+        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten(), reduction="none")
+        metrics = {
+            "loss": ce.view(self.n_members, -1).mean(1),
+            "token_acc": (logits.argmax(-1) == tgt).float().flatten(1).mean(1),
+        }
+        if "align" in batch:
+            _check_indices("batch['align']", batch["align"], tgt.shape, batch["src"].shape[2],
+                           "source positions", "L")
+            # attention accuracy: argmax of the head-averaged attention is the aligned position
+            att = out["alpha"].mean(1).argmax(-1)  # (S, B, T)
+            metrics["attn_acc"] = (att == batch["align"]).float().flatten(1).mean(1)
+        return metrics
+
+
+class BagOfWordsProxy(StackedModule):
+    """The bag-of-words proxy of SZKS §2.3 (Eq. 6-7): every output position predicts ::
+
+        p_t = softmax((1/L) Σ_l θ_{x_l}),    θ_i = W e_i ∈ R^{|O|}
+
+    and its lexical probe is ``β^px_{t,l} = softmax(θ_{x_l})_{y_t}``. With ``dim=None``, θ is one
+    |I| × |O| matrix initialised at zero -- the full-rank case, equal to a bag-of-words logistic
+    regression (SZKS A.10). With ``dim=d``, θ = W e is factorised with W and e drawn i.i.d. from
+    N(0, I_d/d), the parametrisation of SZKS A.2 (whose d → ∞ limit gives the count table).
+
+    Batches: ``{"src": (S, B, L), "tgt": (S, B, T)}``; the prediction ignores t.
+    """
+
+    def __init__(self, vocab_in: int, vocab_out: int, dim: int | None = None,
+                 seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab_in = check_int("vocab_in", vocab_in)
+        self.vocab_out = check_int("vocab_out", vocab_out, 2)
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        self.dim = None if dim is None else check_int("dim", dim)
+        if dim is None:
+            self.theta_full = nn.Parameter(torch.zeros(self.n_members, vocab_in, vocab_out))
+        else:
+            gens = generators(self.seeds)
+            std = 1.0 / math.sqrt(dim)
+            self.e = stacked_parameter(gens, (vocab_in, dim), normal_init(std))
+            self.W = stacked_parameter(gens, (vocab_out, dim), normal_init(std))
+
+    def theta(self) -> Tensor:
+        """θ = W e: (S, |I|, |O|)."""
+        if self.dim is None:
+            return self.theta_full
+        return torch.einsum("sid,sod->sio", self.e, self.W)
+
+    def forward(self, src: Tensor) -> Tensor:
+        """Logits (S, B, |O|) of the one prediction every output position shares."""
+        S = self.n_members
+        check_sequences("src", src)
+        check_token_ids("src", src, self.vocab_in)
+        th = self.theta()
+        rows = torch.gather(th, 1, src.reshape(S, -1, 1).expand(-1, -1, self.vocab_out))
+        return rows.view(*src.shape, self.vocab_out).mean(2)
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """β^px_{t,l} = softmax(θ_{x_l})_{y_t}: (S, B, T, L)."""
+        _check_pair("src", src, "tgt", tgt)
+        S, B, L = src.shape
+        check_token_ids("src", src, self.vocab_in)
+        check_token_ids("tgt", tgt, self.vocab_out)
+        logp = torch.log_softmax(self.theta(), dim=-1)  # (S, I, O)
+        rows = torch.gather(logp, 1, src.reshape(S, -1, 1).expand(-1, -1, self.vocab_out))
+        rows = rows.view(S, B, L, self.vocab_out)  # log softmax(θ_{x_l})
+        T = tgt.shape[2]
+        idx = tgt.view(S, B, 1, T).expand(S, B, L, T)
+        return rows.gather(-1, idx).transpose(2, 3).exp()  # (S, B, T, L)
+
+    def _ce(self, batch):
+        _check_pair("batch['src']", batch["src"], "batch['tgt']", batch["tgt"])
+        check_token_ids("batch['tgt']", batch["tgt"], self.vocab_out)
+        logits = self(batch["src"])  # (S, B, O)
+        T = batch["tgt"].shape[2]
+        lp = torch.log_softmax(logits, -1).unsqueeze(2).expand(-1, -1, T, -1)
+        return -lp.gather(-1, batch["tgt"].unsqueeze(-1)).squeeze(-1).flatten(1).mean(1)
+
+    def loss(self, batch):
+        self._check_batch(batch, ("src", "tgt"))
+        return self._ce(batch)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("src", "tgt"))
+        return {"loss": self._ce(batch)}
+
+
+# --------------------------------------------------------------------------- chapter 2
+CLASSIFIERS = ("FC", "TC", "TL")
+
+
+class _BagStructure:
+    """The sparsity pattern of "sentence n holds word x[n, l]" for a flat batch of bags, in both
+    orientations (CSR rows = sentences, and CSR rows = words), computed once per distinct batch."""
+
+    def __init__(self, flat_x: Tensor, n_rows: int):
+        n, L = flat_x.shape
+        dev = flat_x.device
+        self.shape = (n, L)
+        self.n_rows = n_rows
+        self.col = flat_x.reshape(-1)
+        self.crow = torch.arange(0, n * L + 1, L, device=dev)
+        self.perm = torch.argsort(self.col, stable=True)
+        counts = torch.bincount(self.col, minlength=n_rows)
+        self.crow_t = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        self.col_t = torch.arange(n, device=dev).repeat_interleave(L)[self.perm]
+
+
+class _BagPool(torch.autograd.Function):
+    """``out[n] = Σ_l p[n, l] · table[x[n, l]]`` with a hand-written backward.
+
+    Forward is one sparse (CSR) × dense product; the backward gives the table gradient as the
+    transposed sparse product and ``∂/∂p[n, l] = g[n] · table[x[n, l]]``. Equivalent to the plain
+    gather-and-sum (tests compare the two) but several times faster on a CPU than autograd's
+    gather/scatter for the paper-size task.
+    """
+
+    @staticmethod
+    def forward(ctx, p: Tensor, table: Tensor, st: _BagStructure) -> Tensor:
+        n, L = st.shape
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+            P = torch.sparse_csr_tensor(st.crow, st.col, p.reshape(-1), size=(n, st.n_rows))
+            out = P @ table
+        ctx.save_for_backward(p, table)
+        ctx.st = st
+        return out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        p, table = ctx.saved_tensors
+        st = ctx.st
+        n, L = st.shape
+        g = g.contiguous()
+        grad_p = grad_table = None
+        if ctx.needs_input_grad[0]:
+            rows = table.index_select(0, st.col).view(n, L, -1)
+            grad_p = torch.bmm(rows, g.unsqueeze(-1)).view(n, L)
+        if ctx.needs_input_grad[1]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                PT = torch.sparse_csr_tensor(st.crow_t, st.col_t, p.reshape(-1)[st.perm],
+                                             size=(st.n_rows, n))
+                grad_table = PT @ g
+        return grad_p, grad_table, None
+
+
+def _check_mask(mask, shape) -> Tensor:
+    """A bool mask of x's shape with at least one real word (True) in every bag: an all-padding
+    bag would give every score -inf and NaN attention."""
+    mask = check_bool_array("mask", mask, tuple(shape))
+    empty = ~mask.any(-1)
+    if empty.any():
+        s, n = (int(i) for i in empty.nonzero()[0])
+        raise ValueError(f"mask must mark at least one real word (True) in every bag; bag {n} of "
+                         f"member {s} is all padding ({int(empty.sum())} such bags)")
+    return mask
+
+
+class _TopicClassifier(StackedModule):
+    """Loss and evaluation of a topic classifier on ``{"x": (S, N, L), "y": (S, N)}`` (and an
+    optional ``"mask"``): mean cross-entropy per member, and accuracy."""
+
+    def _logits(self, batch) -> Tensor:
+        return self(batch["x"])["logits"]
+
+    def _ce(self, batch) -> tuple[Tensor, Tensor]:
+        check_sequences("batch['x']", batch["x"], ("S", "N", "L"))
+        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
+                       "class labels", "n_topics")
+        logits = self._logits(batch)
+        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
+        return ce.view(self.n_members, -1).mean(1), logits
+
+    def loss(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        return self._ce(batch)[0]
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_batch(batch, ("x", "y"))
+        loss, logits = self._ce(batch)
+        return {"loss": loss, "accuracy": (logits.argmax(-1) == batch["y"]).float().mean(1)}
+
+
+class TopicAttention(_TopicClassifier):
+    """The topic-classification attention model of Lu, Mao & Nayak (2021), §3 / Eq. 1-3.
+
+    Each word w has an embedding ν_w ∈ R^d and a key κ_w ∈ R^d. With the global query q the
+    score is ``s_w = qᵀκ_w`` and a sentence χ is represented by (LMN §3)::
+
+        ν̄(χ) = Σ_{w∈χ} ν_w exp(s_w) / Z(χ),      Z(χ) = Σ_{w'∈χ} exp(s_w')
+
+    which one of three classifiers turns into topic logits (LMN §5):
+
+    - ``"FC"`` (Attn-FC): ``Uᵀ ν̄`` with U (d × J) fixed, orthonormal columns (Theorem 2);
+    - ``"TC"`` (Attn-TC): the same U, trainable;
+    - ``"TL"`` (Attn-TL): ``U₂ᵀ ReLU(U₁ᵀ ν̄ + b₁) + b₂`` with U₁ ∈ R^{d×10}, U₂ ∈ R^{10×J}.
+
+    Initialisation (LMN §4-5): keys zero (every score 0: the model starts as a word average);
+    embeddings N(0, σ²/d) with ``embed_var`` = σ²/d; the query is fixed, a random direction of
+    norm ``query_norm`` -- or, for LMN Appendix B, ``query_var`` = σ_q² draws its entries
+    N(0, σ_q²) (one value, or one per member) and ``train_query=True`` trains it. ``freeze`` may hold ``"keys"`` (Attn-TC-KF:
+    scores frozen) and/or ``"embeddings"`` (Attn-TC-EF) for the ablation of LMN §5.1.
+
+    The quantities of LMN Eq. 3-10 are ``scores()`` (s) and ``sen_embeddings()`` (v = ‖q‖ν).
+
+    Batches: ``{"x": (S, N, L) long, "y": (S, N) long}`` and optionally ``"mask"`` (S, N, L)
+    bool, false at padding (the paper's score −∞ for the padding symbol). Full batch: N = all
+    sentences. On the CPU the attention pooling uses a sparse kernel (see :class:`_BagPool`);
+    ``fast_pool=False`` uses plain autograd (same numbers to float rounding).
+    """
+
+    def __init__(self, vocab: int, n_topics: int = 4, dim: int = 15, classifier: str = "FC",
+                 embed_var: float = 1e-6, query_norm: float = 1.0, freeze: Sequence[str] = (),
+                 seeds: Sequence[int] = (0,), tl_hidden: int = 10, query_var: float | None = None,
+                 train_query: bool = False, fast_pool: bool = True):
+        super().__init__()
+        self.vocab = check_int("vocab", vocab, 2)
+        self.n_topics = check_int("n_topics", n_topics, 2)
+        self.dim = check_int("dim", dim, self.n_topics)
+        check_choice("classifier", classifier, CLASSIFIERS)
+        check_real("embed_var (σ²/d)", embed_var, 0.0, low_open=True)
+        check_real("query_norm", query_norm, 0.0, low_open=True)
+        n_seeds = len(check_seeds("seeds", seeds))
+        if query_var is not None:
+            qvs = list(query_var) if isinstance(query_var, (list, tuple)) else [query_var] * n_seeds
+            if len(qvs) != n_seeds or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    and v > 0 for v in qvs):
+                raise ValueError("query_var (σ_q²) must be None, a finite number > 0, or one such "
+                                 f"number per seed ({n_seeds}); got {query_var!r}")
+        if isinstance(freeze, str) or not isinstance(freeze, (list, tuple, set, frozenset)):
+            raise TypeError(f"freeze must be a tuple of names such as ('keys',); got "
+                            f"{type(freeze).__name__} {freeze!r}")
+        bad = set(freeze) - {"keys", "embeddings"}
+        if bad:
+            raise ValueError(f"freeze may hold 'keys' and/or 'embeddings'; got {sorted(bad)}")
+        train_query = check_bool("train_query", train_query)
+        self.classifier = classifier
+        self.fast_pool = check_bool("fast_pool", fast_pool)
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        gens = generators(self.seeds)
+        d = self.dim
+        self.embedding = stacked_parameter(gens, (vocab, d), normal_init(math.sqrt(embed_var)))
+        self.keys = nn.Parameter(torch.zeros(self.n_members, vocab, d))
+        q = torch.stack([torch.randn(d, generator=g) for g in gens])
+        if query_var is None:
+            q = q / q.norm(dim=1, keepdim=True) * query_norm
+        else:
+            q = q * torch.tensor(qvs, dtype=q.dtype).sqrt().unsqueeze(1)
+        if train_query:
+            self.query = nn.Parameter(q)
+        else:
+            self.register_buffer("query", q)
+        if classifier in ("FC", "TC"):
+            u = torch.stack([torch.linalg.qr(torch.randn(d, self.n_topics, generator=g))[0]
+                             for g in gens])
+            if classifier == "FC":
+                self.register_buffer("U", u)
+            else:
+                self.U = nn.Parameter(u)
+        else:
+            self.hidden_layer = StackedLinear(gens, d, check_int("tl_hidden", tl_hidden))
+            self.output_layer = StackedLinear(gens, tl_hidden, self.n_topics)
+        if "keys" in freeze:
+            self.keys.requires_grad_(False)
+        if "embeddings" in freeze:
+            self.embedding.requires_grad_(False)
+        self._structure: tuple[Tensor, _BagStructure] | None = None
+
+    # ------------------------------------------------------------------ the paper's quantities
+    def scores(self) -> Tensor:
+        """s_w = qᵀκ_w for every word: (S, vocab)."""
+        return (self.keys * self.query.unsqueeze(1)).sum(-1)
+
+    def sen_embeddings(self) -> Tensor:
+        """v_w = ‖q‖ ν_w for every word (LMN Eq. 3): (S, vocab, d)."""
+        return self.embedding * self.query.norm(dim=-1).view(-1, 1, 1)
+
+    def classify(self, v_bar: Tensor) -> Tensor:
+        """Topic logits from sentence representations ν̄ (S, N, d) -> (S, N, J)."""
+        if self.classifier == "TL":
+            return self.output_layer(torch.relu(self.hidden_layer(v_bar)))
+        return torch.bmm(v_bar, self.U)
+
+    def _bag_structure(self, flat_x: Tensor) -> _BagStructure:
+        cached = self._structure
+        n_rows = self.n_members * self.vocab
+        if cached is not None and cached[1].n_rows == n_rows and cached[0].shape == flat_x.shape \
+                and cached[0].device == flat_x.device and torch.equal(cached[0], flat_x):
+            return cached[1]
+        st = _BagStructure(flat_x, n_rows)
+        self._structure = (flat_x.clone(), st)
+        return st
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> dict[str, Tensor]:
+        """Return ``logits`` (S, N, J), attention ``p`` (S, N, L) and ``v_bar`` (S, N, d)."""
+        S, V, d = self.n_members, self.vocab, self.dim
+        check_sequences("x", x, ("S", "N", "L"))
+        if x.shape[0] != S:
+            raise ValueError(f"x must have shape (S={S}, N, L); got {tuple(x.shape)}")
+        N, L = x.shape[1], x.shape[2]
+        check_token_ids("x", x, V)
+        if mask is not None:
+            mask = _check_mask(mask, x.shape)
+        flat = x + (torch.arange(S, device=x.device) * V).view(S, 1, 1)   # rows of (S·V) tables
+        s_x = self.scores().reshape(-1)[flat]                              # (S, N, L)
+        if mask is not None:
+            s_x = s_x.masked_fill(~mask, float("-inf"))
+        p = torch.softmax(s_x, dim=-1)
+        table = self.embedding.reshape(S * V, d)
+        if self.fast_pool and x.device.type == "cpu":
+            st = self._bag_structure(flat.reshape(S * N, L))
+            v_bar = _BagPool.apply(p.reshape(S * N, L), table, st).view(S, N, d)
+        else:
+            v_bar = (p.unsqueeze(-1) * table[flat]).sum(-2)
+        return {"logits": self.classify(v_bar), "p": p, "v_bar": v_bar}
+
+    def _logits(self, batch) -> Tensor:
+        return self(batch["x"], batch.get("mask"))["logits"]
+
+
+def _orthogonal_init(t: Tensor, g: torch.Generator) -> None:
+    """``init`` for :func:`stacked_parameter` of a (2, d, d) kernel: two independent random
+    orthogonal matrices, each scaled by 1/√2 (so W₁W₁ᵀ + W₂W₂ᵀ = I)."""
+    for k in range(t.shape[0]):
+        q, r = torch.linalg.qr(torch.randn(t.shape[1], t.shape[2], generator=g))
+        t[k] = q * torch.sign(torch.diagonal(r)).unsqueeze(0) / math.sqrt(2.0)
+
+
+class TopicAttentionCNN(_TopicClassifier):
+    """Attn-TC-CNN of Lu, Mao & Nayak (2021), Appendix A: Attn-TC whose attention reads word
+    *pairs* built by two parallel convolutions (kernel d × 2, stride 1, d kernels).
+
+    Word w has an embedding ν_w and a key κ_w (as in :class:`TopicAttention`). For the pair
+    (a, b) of two consecutive words the convolutions give the pair embedding and pair key ::
+
+        e_(a,b) = W₁ ν_a + W₂ ν_b,      k_(a,b) = K₁ κ_a + K₂ κ_b,      s_(a,b) = qᵀ k_(a,b)
+
+    and a sentence of L words, i.e. L − 1 pairs, is represented by ē = Σ_pairs e softmax(s),
+    classified by Uᵀē with U (d × J) trainable (Attn-TC). The convolutions have no bias: a key
+    bias shifts every score of a sentence alike (no softmax changes), and an embedding bias
+    adds the same vector to every ē, i.e. it is a classifier bias.
+
+    Initialisation: keys zero (every pair score 0), embeddings N(0, ``embed_var``), a fixed
+    query of norm ``query_norm``, U with orthonormal columns, and W₁, W₂, K₁, K₂ each a random
+    orthogonal matrix divided by √2, so that W₁W₁ᵀ + W₂W₂ᵀ = I: a pair then starts at the scale
+    of a single word of :class:`TopicAttention`. ``train_cnn=False`` freezes the
+    convolutions. The SEN quantities of a pair are :meth:`pair_scores` and
+    :meth:`pair_embeddings` (v = ‖q‖ e); :meth:`initial_pair_embeddings` gives their values at
+    initialisation (LMN centre them, Fig. 8).
+
+    Batches: ``{"x": (S, N, L) long, "y": (S, N) long}``, L >= 2.
+    """
+
+    def __init__(self, vocab: int, n_topics: int = 2, dim: int = 15, embed_var: float = 1e-6,
+                 query_norm: float = 1.0, train_cnn: bool = True, seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab = check_int("vocab", vocab, 2)
+        self.n_topics = check_int("n_topics", n_topics, 2)
+        self.dim = check_int("dim", dim, self.n_topics)
+        check_real("embed_var", embed_var, 0.0, low_open=True)
+        check_real("query_norm", query_norm, 0.0, low_open=True)
+        self.train_cnn = check_bool("train_cnn", train_cnn)
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        gens = generators(self.seeds)
+        d = self.dim
+        self.embedding = stacked_parameter(gens, (vocab, d), normal_init(math.sqrt(embed_var)))
+        self.keys = nn.Parameter(torch.zeros(self.n_members, vocab, d))
+        q = torch.stack([torch.randn(d, generator=g) for g in gens])
+        self.register_buffer("query", q / q.norm(dim=1, keepdim=True) * query_norm)
+        self.conv_e = stacked_parameter(gens, (2, d, d), _orthogonal_init)
+        self.conv_k = stacked_parameter(gens, (2, d, d), _orthogonal_init)
+        self.U = nn.Parameter(torch.stack(
+            [torch.linalg.qr(torch.randn(d, self.n_topics, generator=g))[0] for g in gens]))
+        self.conv_e.requires_grad_(self.train_cnn)
+        self.conv_k.requires_grad_(self.train_cnn)
+        with torch.no_grad():
+            self.register_buffer("_e0", self._word_tables()[0].clone())
+
+    def _word_tables(self) -> tuple[Tensor, Tensor]:
+        """``(E, k)``: E (S, 2, V, d) with E[:, i] = ν W_iᵀ (word w's part of a pair's embedding
+        in position i), k (S, 2, V) with k[:, i, w] = qᵀ K_i κ_w."""
+        E = torch.einsum("svd,sied->sive", self.embedding, self.conv_e)
+        kq = torch.einsum("sied,se->sid", self.conv_k, self.query)           # K_iᵀ q
+        return E, torch.einsum("svd,sid->siv", self.keys, kq)
+
+    def _check_pairs(self, pairs) -> Tensor:
+        pairs = torch.as_tensor(check_int_array("pairs", pairs, 0, ndim=2)).long()
+        if pairs.shape[1] != 2:
+            raise ValueError(f"pairs must be a (P, 2) array of word ids; got shape "
+                             f"{tuple(pairs.shape)}")
+        if len(pairs) and int(pairs.max()) >= self.vocab:
+            raise ValueError(f"pairs must hold word ids in [0, {self.vocab - 1}]; got "
+                             f"{int(pairs.max())}")
+        return pairs
+
+    @torch.no_grad()
+    def pair_scores(self, pairs) -> Tensor:
+        """s_(a,b) for every pair (a, b) of ``pairs`` (P, 2): (S, P)."""
+        pairs = self._check_pairs(pairs)
+        k = self._word_tables()[1]
+        return k[:, 0, pairs[:, 0]] + k[:, 1, pairs[:, 1]]
+
+    @torch.no_grad()
+    def pair_embeddings(self, pairs) -> Tensor:
+        """e_(a,b) for every pair of ``pairs`` (P, 2): (S, P, d)."""
+        pairs = self._check_pairs(pairs)
+        E = self._word_tables()[0]
+        return E[:, 0, pairs[:, 0]] + E[:, 1, pairs[:, 1]]
+
+    @torch.no_grad()
+    def initial_pair_embeddings(self, pairs) -> Tensor:
+        """e_(a,b) at initialisation: (S, P, d)."""
+        pairs = self._check_pairs(pairs)
+        return self._e0[:, 0, pairs[:, 0]] + self._e0[:, 1, pairs[:, 1]]
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        """``logits`` (S, N, J), attention ``p`` over the L − 1 pairs (S, N, L − 1), ``e_bar``
+        (S, N, d)."""
+        S, V, d = self.n_members, self.vocab, self.dim
+        check_sequences("x", x, ("S", "N", "L"))
+        if x.shape[0] != S or x.shape[2] < 2:
+            raise ValueError(f"x must have shape (S={S}, N, L >= 2); got {tuple(x.shape)}")
+        check_token_ids("x", x, V)
+        E, k = self._word_tables()
+        N, L = x.shape[1], x.shape[2]
+        flat = x + (torch.arange(S, device=x.device) * V).view(S, 1, 1)
+        a, b = flat[..., :-1], flat[..., 1:]
+        s = k[:, 0].reshape(-1)[a] + k[:, 1].reshape(-1)[b]                  # (S, N, L-1)
+        p = torch.softmax(s, dim=-1)
+        E1, E2 = E[:, 0].reshape(-1, d), E[:, 1].reshape(-1, d)
+        if x.device.type == "cpu":     # the sparse pooling kernel of TopicAttention
+            st_a, st_b = self._pair_structures(flat)
+            pf = p.reshape(S * N, L - 1)
+            e_bar = (_BagPool.apply(pf, E1, st_a) + _BagPool.apply(pf, E2, st_b)).view(S, N, d)
+        else:
+            e_bar = (p.unsqueeze(-1) * (E1[a] + E2[b])).sum(-2)
+        return {"logits": torch.bmm(e_bar, self.U), "p": p, "e_bar": e_bar}
+
+    def _pair_structures(self, flat: Tensor) -> tuple[_BagStructure, _BagStructure]:
+        """The pooling structures of the first and the second words of every pair (cached for
+        the last batch seen: full-batch training reuses them)."""
+        cached = getattr(self, "_structures", None)
+        if cached is not None and cached[0].shape == flat.shape and torch.equal(cached[0], flat):
+            return cached[1]
+        S, N, L = flat.shape
+        n_rows = S * self.vocab
+        sts = (_BagStructure(flat[..., :-1].reshape(S * N, L - 1), n_rows),
+               _BagStructure(flat[..., 1:].reshape(S * N, L - 1), n_rows))
+        self._structures = (flat.clone(), sts)
+        return sts
+
+
+# --------------------------------------------------------------------------- chapter 3 (SZKS A.10)
+class BagOfWordsLogistic(StackedModule):
+    """Bag-of-words logistic regression for binary labels (SZKS A.10, Eq. 52) ::
+
+        Pr[y = 1 | x] = σ(wᵀ x̄),     x̄_i = (1/L) #{l : x_l = i}
+
+    with one weight per input word, initialised at zero and no bias (like the full-rank
+    :class:`BagOfWordsProxy`). A.10: the proxy with |O| = 2 is this model -- from θ = 0 its two
+    columns stay opposite, w = θ_{·,1} − θ_{·,0}, and plain gradient descent on the proxy with
+    rate η is gradient descent on this model with rate 2η. Its "β" at position l is
+    ``σ((2y − 1) w_{x_l})`` (:meth:`lexical_probe`), the proxy's β^px.
+
+    Batches: ``{"src": (S, B, L) long, "tgt": (S, B, 1) long in {0, 1}}``
+    (see :class:`~attn_core.data.ClassificationAsTranslation`).
+    """
+
+    def __init__(self, vocab_in: int, seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.vocab_in = check_int("vocab_in", vocab_in)
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        self.w = nn.Parameter(torch.zeros(self.n_members, vocab_in))
+
+    def forward(self, src: Tensor) -> Tensor:
+        """The logit wᵀx̄: (S, B)."""
+        S = self.n_members
+        check_sequences("src", src)
+        check_token_ids("src", src, self.vocab_in)
+        return torch.gather(self.w, 1, src.reshape(S, -1)).view(src.shape).mean(-1)
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """β^log_l = σ((2y − 1) w_{x_l}): (S, B, 1, L)."""
+        S = self.n_members
+        _check_pair("src", src, "tgt", tgt)
+        check_index_tensor("tgt", tgt, 2, *_LABELS)
+        check_token_ids("src", src, self.vocab_in)
+        wx = torch.gather(self.w, 1, src.reshape(S, -1)).view(src.shape)
+        sign = 2.0 * tgt[..., :1].float() - 1.0                       # (S, B, 1)
+        return torch.sigmoid(sign * wx).unsqueeze(2)
+
+    def _bce(self, batch):
+        y = batch["tgt"][..., 0].float()
+        return F.binary_cross_entropy_with_logits(self(batch["src"]), y, reduction="none").mean(1)
+
+    def _check_labelled(self, batch) -> None:
+        """The batch's keys, and its labels tgt (S, B, 1): ints 0 or 1."""
+        self._check_batch(batch, ("src", "tgt"))
+        _check_pair("batch['src']", batch["src"], "batch['tgt']", batch["tgt"])
+        check_index_tensor("batch['tgt']", batch["tgt"], 2, *_LABELS)
+
+    def loss(self, batch):
+        self._check_labelled(batch)
+        return self._bce(batch)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        self._check_labelled(batch)
+        logit = self(batch["src"])
+        y = batch["tgt"][..., 0]
+        loss = F.binary_cross_entropy_with_logits(logit, y.float(), reduction="none").mean(1)
+        return {"loss": loss, "accuracy": ((logit > 0).long() == y).float().mean(1)}
