@@ -107,3 +107,12 @@ def test_every_run_the_chapters_load_stored_is_stored():
         h, info = _read_entry(path)
         assert info["meta"]["stored_config"] == json.loads(json.dumps(cfg.cache_config()))
         assert h.n_members == len(getattr(cfg, "seeds", getattr(cfg, "head_seeds", ())))
+
+
+def test_chapter5_stored_configs_name_a_wrong_config():
+    with pytest.raises(TypeError, match="cfg must be a RescueConfig"):
+        ch5_multihead.combination_configs(TINY, ["good"] * 16)
+    with pytest.raises(TypeError, match="cfg must be a RescueConfig"):
+        ch5_multihead.screen_configs(TINY)
+    with pytest.raises(ValueError, match="labels must have one entry per candidate"):
+        ch5_multihead.combination_configs(ch5_multihead.RESCUE.fast, ["good"] * 3)

@@ -486,9 +486,15 @@ def readable_model(model: Seq2Seq, m: int = 0) -> MultiHeadLuong:
     return out
 
 
+def _check_rescue(cfg) -> "RescueConfig":
+    if not isinstance(cfg, RescueConfig):
+        raise TypeError(f"cfg must be a RescueConfig; got {type(cfg).__name__}")
+    return cfg
+
+
 def screen_configs(cfg: "RescueConfig | None" = None) -> list[HeadsRun]:
     """The screen's first round on every data stream (what ``cfg.screen()`` trains first)."""
-    cfg = RESCUE.fast if cfg is None else cfg
+    cfg = RESCUE.fast if cfg is None else _check_rescue(cfg)
     cands = cfg.candidates(cfg.screen_sizes()[0])
     return [cfg.heads_run(cands, [d] * len(cands), "heads-screen") for d in cfg.data_seeds]
 
@@ -497,7 +503,7 @@ def combination_configs(cfg: "RescueConfig", labels) -> dict[str, HeadsRun]:
     """The runs of §3-4 that follow from the screen's labels: the three kinds of K-head
     combinations, the all-bad heads summed, and random heads at every other K of ``cfg.ks``
     (keys: the kinds, ``"all bad, summed"``, ``"random K=<k>"``)."""
-    pools = cfg.pools(labels)
+    pools = _check_rescue(cfg).pools(labels)
     K = cfg.k_combo
     runs = {}
     for kind in COMBINATION_KINDS:
