@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +35,7 @@ from .checks import check_real
 from .config import env_max_steps, get_mode
 from .training import History
 
-__all__ = ["STORE", "StoredMismatch", "stored_path", "stored_run", "store", "live_config"]
+__all__ = ["STORE", "StoredMismatch", "config_record", "stored_path", "stored_run", "store"]
 
 #: Where stored entries live (inside the package, so a pip install carries them).
 STORE = Path(__file__).resolve().parent / "stored_results"
@@ -47,7 +46,8 @@ class StoredMismatch(ValueError):
     """The members re-run now do not reproduce the stored ones."""
 
 
-def _config_dict(config) -> dict:
+def config_record(config) -> dict:
+    """``config``'s fields as the plain JSON a stored result records and is compared by."""
     return json.loads(json.dumps(config.cache_config(), sort_keys=True, default=str))
 
 
@@ -57,15 +57,8 @@ def stored_path(config) -> Path:
     if not hasattr(config, "cache_config") or not hasattr(config, "cache_name"):
         raise TypeError(f"config must be an experiment config (with cache_name and "
                         f"cache_config); got {type(config).__name__}")
-    digest = hashlib.sha256(json.dumps(_config_dict(config), sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps(config_record(config), sort_keys=True).encode())
     return STORE / f"{config.cache_name()}-{digest.hexdigest()[:16]}.npz"
-
-
-def live_config(config, live: int):
-    """``config`` with only its first ``live`` members (see ``config.members(n)``)."""
-    if not hasattr(config, "first_members"):
-        raise TypeError(f"{type(config).__name__} cannot be stored: it has no first_members()")
-    return config.first_members(live)
 
 
 def store(config, progress: bool = True) -> Path:
@@ -74,7 +67,7 @@ def store(config, progress: bool = True) -> Path:
         raise ValueError("stored results are fast-mode results: run with ATTN_MODE=fast")
     h = config.train(progress)
     path = stored_path(config)
-    save_history(h, path, meta={"stored_config": _config_dict(config)})
+    save_history(h, path, meta={"stored_config": config_record(config)})
     return path
 
 
@@ -96,12 +89,12 @@ def stored_run(config, live: int = 2, atol: float = 1e-4) -> History:
     except FileNotFoundError:
         raise ValueError(f"no stored result for this configuration ({path.name}); run "
                          f"{SCRIPT} to compute it") from None
-    if info["meta"].get("stored_config") != _config_dict(config):
+    if info["meta"].get("stored_config") != config_record(config):
         raise ValueError(f"{path} was stored for another configuration; run {SCRIPT}")
     n = h.n_members
     if live > n:
         raise ValueError(f"live must be at most the {n} stored members; got {live}")
-    now = live_config(config, live).run()
+    now = config.first_members(live).run()
     which, verb, own = (("member 0", "matches", "its stored record") if live == 1 else
                         (f"members 0..{live - 1}", "match", "their stored records"))
     worst = 0.0

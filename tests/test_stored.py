@@ -95,7 +95,7 @@ def test_first_members_keep_each_members_seeds():
     run = ch5_multihead.stored_configs()[0]
     first = run.first_members(3)
     assert first.head_seeds == run.head_seeds[:3] and first.data_seeds == run.data_seeds[:3]
-    with pytest.raises(ValueError, match="n"):
+    with pytest.raises(ValueError, match=r"n must be an int in \[1, 3\]; got 4"):
         TINY.first_members(4)
 
 

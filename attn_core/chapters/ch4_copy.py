@@ -207,12 +207,14 @@ MIXTURE_REFERENCE = Preset(
 )
 
 
-def control(config: CopyConfig, ratio: float = 1.5) -> CopyConfig:
+def control(config: CopyTraining, ratio: float = 1.5) -> CopyTraining:
     """The control distribution of SZKS Fig. 2: L distinct items out of V = ratio·L (the
-    paper's "40 of 60" at ratio 1.5), everything else as ``config``; ratio·L must be a whole
-    number (up to float rounding)."""
-    if not isinstance(config, CopyConfig):
-        raise TypeError(f"config must be a CopyConfig; got {type(config).__name__}")
+    paper's "40 of 60" at ratio 1.5), everything else as ``config`` (any copy-task config:
+    a :class:`CopyConfig`, or chapter 6's Transformer); ratio·L must be a whole number (up
+    to float rounding)."""
+    if not isinstance(config, CopyTraining):
+        raise TypeError(f"config must be a CopyConfig or another copy-task config "
+                        f"(CopyTraining); got {type(config).__name__}")
     ratio = check_real("ratio", ratio, 1.0)
     vocab = ratio * config.length
     if abs(vocab - round(vocab)) > 1e-9 * vocab:

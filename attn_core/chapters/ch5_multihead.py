@@ -505,14 +505,13 @@ def combination_configs(cfg: "RescueConfig", labels) -> dict[str, HeadsRun]:
     (keys: the kinds, ``"all bad, summed"``, ``"random K=<k>"``)."""
     pools = _check_rescue(cfg).pools(labels)
     K = cfg.k_combo
-    runs = {}
-    for kind in COMBINATION_KINDS:
-        heads = head_combinations(pools, kind, K, cfg.n_combinations, seed=1)
-        runs[kind] = cfg.heads_run(heads, cfg.combination_data(),
-                                   f"heads-{kind.replace(' ', '-')}")
-    bad = head_combinations(pools, "all bad", K, cfg.n_combinations, seed=1)
-    runs["all bad, summed"] = cfg.heads_run(bad, cfg.combination_data(), "heads-all-bad-sum",
-                                            head_reduce="sum")
+    combos = {kind: head_combinations(pools, kind, K, cfg.n_combinations, seed=1)
+              for kind in COMBINATION_KINDS}
+    runs = {kind: cfg.heads_run(heads, cfg.combination_data(),
+                                f"heads-{kind.replace(' ', '-')}")
+            for kind, heads in combos.items()}
+    runs["all bad, summed"] = cfg.heads_run(combos["all bad"], cfg.combination_data(),
+                                            "heads-all-bad-sum", head_reduce="sum")
     for k in cfg.ks:
         if k > 1 and k != K:
             heads = head_combinations({"random": cfg.fresh_heads(k)}, "random", k,

@@ -37,7 +37,7 @@ import copy
 import functools
 import json
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -50,9 +50,10 @@ from ..checks import (check_bool, check_choice, check_int, check_real, check_see
                       check_token_ids)
 from ..data import CopyTask
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
+from ..stored import config_record
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
-from .ch4_copy import SUCCESS_LEVEL, CopyTraining
+from .ch4_copy import SUCCESS_LEVEL, CopyTraining, control
 
 __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions",
@@ -529,7 +530,7 @@ def sweep_config(name: str, seeds: Sequence[int] | None = None,
     fields, task = SWEEP_CONDITIONS[name]
     cfg = replace(base, **fields)
     if task == "control":
-        cfg = replace(cfg, distribution="distinct", vocab=int(1.5 * cfg.length))
+        cfg = control(cfg)
     elif task == "iid":
         cfg = replace(cfg, distribution="iid")
     if seeds is not None:
@@ -552,7 +553,7 @@ def load_sweep(path: str | Path | None = None) -> dict:
         raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
                          f"python benchmarks/ch6_prototype/sweep.py again") from None
     for name in SWEEP_CONDITIONS:
-        want = json.loads(json.dumps(asdict(sweep_config(name))))
+        want = config_record(sweep_config(name))
         if name not in rows:
             raise ValueError(f"the stored sweep {path} has no row {name!r}: run "
                              f"python benchmarks/ch6_prototype/sweep.py")

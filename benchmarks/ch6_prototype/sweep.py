@@ -14,17 +14,16 @@ an interrupted sweep resumes and a changed configuration is trained again, never
 Uses ``ATTN_WORKERS`` worker processes (one torch thread each).
 """
 import argparse
-import dataclasses
 import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from attn_core.chapters import ch6_transformer as ch
+from attn_core.stored import config_record
 
 OUT = ch.SWEEP_FILE
 
@@ -33,7 +32,7 @@ def record(cfg, h) -> dict:
     acc, att = h.metrics["token_acc"], h.metrics["attn_acc"]
     beta = h.probes["beta_align_acc"]
     return {
-        "config": json.loads(json.dumps(dataclasses.asdict(cfg))),
+        "config": config_record(cfg),
         "seeds": list(cfg.seeds),
         "eval_steps": h.eval_steps.tolist(),
         "final_token_acc": np.round(acc[:, -1].astype(float), 4).tolist(),
@@ -66,8 +65,7 @@ def main():
     stale = []
     for name in ch.SWEEP_CONDITIONS:
         cfg = ch.sweep_config(name)
-        want = json.loads(json.dumps(dataclasses.asdict(cfg)))
-        if name in rows and rows[name]["config"] == want and not args.force:
+        if name in rows and rows[name]["config"] == config_record(cfg) and not args.force:
             continue
         stale.append(name)
         if args.check:
