@@ -332,3 +332,28 @@ def test_sweep_config_names_its_arguments():
         sweep_config("qk-both")
     with pytest.raises(TypeError, match="base must be a TransformerCopyConfig"):
         sweep_config("learned", base=object())
+
+
+def _live_from_row(row, n=1):
+    from attn_core.training import History
+    steps = np.asarray(row["eval_steps"])
+    return History(seeds=np.arange(n), data_seeds=np.arange(n), train_loss=np.zeros((n, 1)),
+                   eval_steps=steps,
+                   metrics={"token_acc": np.array(row["token_acc"])[:n].copy(),
+                            "attn_acc": np.array(row["attn_acc"])[:n].copy()},
+                   probes={"beta_align_acc": np.array(row["beta_align"])[:n].copy()})
+
+
+def test_live_differences_reads_each_curve_early_and_last():
+    sweep = ch.load_sweep()
+    h = _live_from_row(sweep["learned"])
+    assert ch.live_differences(sweep, {"learned": h}) == (0.0, 0.0)
+    h.probes["beta_align_acc"][0, 2] += 0.004                     # step 40: early
+    h.metrics["attn_acc"][0, -1] += 0.05                          # the last step
+    assert ch.live_differences(sweep, {"learned": h}) == pytest.approx((0.004, 0.05))
+    h.metrics["token_acc"][0, 8] += 0.5                           # step 160: neither part
+    assert ch.live_differences(sweep, {"learned": h}) == pytest.approx((0.004, 0.05))
+    with pytest.raises(ValueError, match="a condition the sweep does not: 'nope'"):
+        ch.live_differences(sweep, {"nope": h})
+    with pytest.raises(TypeError, match="sweep and live must be dicts"):
+        ch.live_differences(sweep, [h])

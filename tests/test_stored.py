@@ -31,7 +31,8 @@ def test_a_stored_run_loads_and_its_live_members_match(store, capsys):
     assert path.parent == store and path.exists()
     h = stored.stored_run(TINY, live=2)
     out = capsys.readouterr().out
-    assert "[stored]" in out and "members 0..1 re-run now match their stored records" in out
+    assert "[stored]" in out and "members 0..1 re-run now match their stored records bitwise" \
+        in out
     assert h.stored and h.n_members == 3 and h.live.n_members == 2
     fresh = TINY.train(progress=False)       # what the stored entry must hold
     for k, v in fresh.metrics.items():
@@ -45,15 +46,57 @@ def test_the_entry_is_keyed_by_the_whole_configuration(store):
         stored.stored_run(replace(TINY, steps=16))
 
 
-def test_a_changed_computation_is_caught(store):
-    path = stored.store(TINY, progress=False)
+def _perturb(path, member, index, by, key="token_acc"):
     h, info = _read_entry(path)
-    h.metrics["token_acc"] = h.metrics["token_acc"].copy()
-    h.metrics["token_acc"][1, -1] += 0.01          # member 1 no longer what training gives
+    h.metrics[key] = h.metrics[key].copy()
+    h.metrics[key][member, index] += by
     save_history(h, path, meta=info["meta"])
-    with pytest.raises(stored.StoredMismatch, match=r"'token_acc' by up to 0\.01.*store_results"):
+
+
+def test_a_changed_computation_is_caught_early(store):
+    path = stored.store(TINY, progress=False)
+    _perturb(path, 1, 1, 0.002)                     # member 1 at step 4: not what training gives
+    with pytest.raises(stored.StoredMismatch,
+                       match=r"'token_acc' differs at step 4 by 0\.002 \(> atol=0\.001 over the "
+                             r"first 100 steps.*store_results"):
         stored.stored_run(TINY, live=2)
     stored.stored_run(TINY, live=1)                 # member 0 is still right
+
+
+def test_a_different_ending_is_caught_late_drift_is_allowed(store, capsys):
+    path = stored.store(TINY, progress=False)
+    _perturb(path, 0, -1, 0.05)                     # the last step, within drift: allowed
+    stored.stored_run(TINY, live=1, until=4)
+    assert "to 0.05 at the last (drift 0.1)" in capsys.readouterr().out
+    _perturb(path, 0, -1, 0.1)                      # 0.15 in all: the run ends differently
+    with pytest.raises(stored.StoredMismatch,
+                       match=r"'token_acc' differs at the last step \(12\) by 0\.15 "
+                             r"\(> drift=0\.1\)"):
+        stored.stored_run(TINY, live=1, until=4)
+
+
+def test_a_slightly_different_training_is_caught(store):
+    """A learning rate 10 % higher, entered as if it were the stored one: the strict part
+    (atol 1e-3) sees it within TINY's 12 steps (1 % is 2e-4 there; on chapter 4's model
+    0.1 % is 0.005 by step 100)."""
+    path = stored.store(replace(TINY, lr=TINY.lr * 1.1), progress=False)
+    path.rename(stored.stored_path(TINY))
+    h, info = _read_entry(stored.stored_path(TINY))
+    save_history(h, stored.stored_path(TINY),
+                 meta={"stored_config": stored.config_record(TINY)})
+    with pytest.raises(stored.StoredMismatch, match=r"differs at step \d+ by"):
+        stored.stored_run(TINY, live=1)
+
+
+def test_compare_members_names_a_missing_key_and_bad_tolerances():
+    a = {"loss": np.zeros((1, 3))}
+    with pytest.raises(stored.StoredMismatch, match="recorded no 'loss' of shape \\(1, 3\\)"):
+        stored.compare_members(a, {}, [0, 1, 2])
+    with pytest.raises(ValueError, match="drift must be"):
+        stored.compare_members(a, a, [0, 1, 2], drift=-0.1)
+    with pytest.raises(TypeError, match="until must be an int"):
+        stored.compare_members(a, a, [0, 1, 2], until=1.5)
+    assert stored.compare_members(a, a, [0, 1, 2]) == (0.0, 0.0)
 
 
 def test_an_entry_stored_for_another_config_is_refused(store):
@@ -75,7 +118,7 @@ def test_full_mode_and_smoke_runs_train_instead(store, monkeypatch, capsys):
         stored.store(TINY, progress=False)
 
 
-@pytest.mark.parametrize("live, err", [(0, ValueError), (True, ValueError), (1.0, ValueError),
+@pytest.mark.parametrize("live, err", [(0, ValueError), (True, TypeError), (1.0, TypeError),
                                        (4, ValueError)])
 def test_bad_live_counts_are_refused(store, live, err):
     stored.store(TINY, progress=False)

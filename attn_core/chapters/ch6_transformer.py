@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call
@@ -50,7 +51,7 @@ from ..checks import (check_bool, check_choice, check_int, check_real, check_see
                       check_token_ids)
 from ..data import CopyTask
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
-from ..stored import config_record
+from ..stored import config_record, member_differences
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
 from .ch4_copy import SUCCESS_LEVEL, CopyTraining, control
@@ -58,7 +59,7 @@ from .ch4_copy import SUCCESS_LEVEL, CopyTraining, control
 __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions",
            "TRANSFORMER_BASE", "SWEEP_CONDITIONS", "sweep_config", "load_sweep",
-           "SUCCESS_LEVEL"]
+           "live_differences", "SUCCESS_LEVEL"]
 
 #: How positions reach the model (see the module docstring).
 POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
@@ -562,3 +563,27 @@ def load_sweep(path: str | Path | None = None) -> dict:
                              f"another configuration than sweep_config({name!r}); run "
                              f"python benchmarks/ch6_prototype/sweep.py to recompute it")
     return rows
+
+
+def live_differences(sweep: dict, live: dict, until: int = 100) -> tuple[float, float]:
+    """How far the seeds trained now (``live``: condition name -> History of its first
+    seeds) are from their records in the stored ``sweep``, as
+    :func:`attn_core.stored.member_differences` measures it: the largest difference in token
+    accuracy, attention accuracy and β alignment over the first ``until`` steps, and at the
+    last step (where another CPU's rounding, grown by training, may show)."""
+    if not isinstance(sweep, dict) or not isinstance(live, dict):
+        raise TypeError(f"sweep and live must be dicts (load_sweep(); name -> History); got "
+                        f"{type(sweep).__name__} and {type(live).__name__}")
+    early = final = 0.0
+    for name, h in live.items():
+        if name not in sweep:
+            raise ValueError(f"live has a condition the sweep does not: {name!r}")
+        row, n = sweep[name], h.n_members
+        if not np.array_equal(np.asarray(row["eval_steps"]), h.eval_steps):
+            raise ValueError(f"live[{name!r}] was evaluated at other steps than the sweep")
+        want = {k: np.asarray(row[k])[:n] for k in ("token_acc", "attn_acc", "beta_align")}
+        now = {"token_acc": h.metrics["token_acc"], "attn_acc": h.metrics["attn_acc"],
+               "beta_align": h.probes["beta_align_acc"]}
+        e, f = member_differences(want, now, h.eval_steps, until)
+        early, final = max(early, e), max(final, f)
+    return early, final
