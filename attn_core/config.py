@@ -23,7 +23,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Callable, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -31,6 +31,7 @@ import torch
 from .checks import check_int
 
 __all__ = ["MODES", "DEVICE_KINDS", "Preset", "available_cores", "describe", "env_cache",
+           "first_seeds",
            "env_mode", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
            "set_threads"]
 
@@ -160,13 +161,33 @@ def get_mode(mode: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Preset(Generic[T]):
-    """A value with a fast and a full variant; ``preset.get()`` picks by the current mode."""
+    """A value with a fast and a full variant; ``preset.get()`` picks by the current mode.
+
+    ``smoke`` (optional): in a smoke run (``ATTN_MAX_STEPS``), ``get()`` returns
+    ``smoke(value)`` -- the same models at the same shapes, fewer of them (fewer seeds or
+    candidates), so that a smoke run of the papers' scale fits CI. Each preset that has one
+    says what it cuts."""
 
     fast: T
     full: T
+    smoke: Callable[[T], T] | None = None
 
     def get(self, mode: str | None = None) -> T:
-        return self.fast if get_mode(mode) == "fast" else self.full
+        value = self.fast if get_mode(mode) == "fast" else self.full
+        if self.smoke is not None and env_max_steps() is not None:
+            value = self.smoke(value)
+        return value
+
+
+def first_seeds(n: int) -> Callable:
+    """A :class:`Preset` ``smoke`` function: the config with only its first ``n`` seeds."""
+    n = check_int("n", n, 1)
+
+    def cut(config):
+        from dataclasses import replace
+        return replace(config, seeds=tuple(config.seeds)[:n])
+
+    return cut
 
 
 def get_device(device: str | torch.device | None = None) -> torch.device:

@@ -118,7 +118,11 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     denom = 1 + z * z / n
     centre = (phat + z * z / (2 * n)) / denom
     half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the bounds at 0 and n successes are exactly 0 and 1 (the formula's float rounding
+    # could leave 1e-17 above the rate, and a plotted error bar would then be negative)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def success_rate(ok) -> tuple[float, float, float]:

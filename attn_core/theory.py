@@ -40,6 +40,7 @@ __all__ = [
     "softmax_velocity",
     "attention_loss",
     "optimal_attention",
+    "optimal_attentions",
 ]
 
 
@@ -665,6 +666,57 @@ def _check_gamma_s(gamma_s, n_out: int) -> np.ndarray:
         raise ValueError(f"gamma_s must have one entry per output (|O| = {n_out},); got shape "
                          f"{gs.shape}")
     return gs
+
+
+def _project_simplex_rows(v: np.ndarray) -> np.ndarray:
+    """:func:`_project_simplex` of every row of ``v`` (N, L) at once."""
+    u = -np.sort(-v, axis=1)
+    css = np.cumsum(u, axis=1) - 1.0
+    k = np.arange(1, v.shape[1] + 1)
+    positive = u - css / k > 0                             # True on a prefix of each row
+    rho = v.shape[1] - 1 - np.argmax(positive[:, ::-1], axis=1)   # its last True
+    theta = css[np.arange(len(v)), rho] / (rho + 1)
+    return np.maximum(v - theta[:, None], 0.0)
+
+
+def optimal_attentions(gammas, targets, lr: float = 0.5, steps: int = 5000,
+                       tol: float = 1e-12) -> np.ndarray:
+    """:func:`optimal_attention` (``method="projected"``) for many output words at once:
+    ``gammas`` (N, L, |O|), ``targets`` (N,) -> the optimal attentions (N, L). Every row
+    runs the same iteration as the one-word function and stops on its own when an update
+    moves it by less than ``tol``; the loss trajectories are not kept."""
+    g = check_real_array("gammas", gammas)
+    if g.ndim != 3 or g.shape[1] < 1 or g.shape[2] < 2:
+        raise ValueError(f"gammas must be an N x L x |O| array with |O| >= 2; got shape "
+                         f"{g.shape}")
+    t = np.asarray(targets)
+    if t.dtype == bool or not np.issubdtype(t.dtype, np.integer) or t.shape != (len(g),):
+        raise ValueError(f"targets must be {len(g)} integer output indices (one per row of "
+                         f"gammas); got {t.dtype} of shape {t.shape}")
+    if len(t) and (t.min() < 0 or t.max() >= g.shape[2]):
+        raise ValueError(f"targets must be output indices in [0, {g.shape[2] - 1}]; got "
+                         f"values in [{t.min()}, {t.max()}]")
+    lr = _check_finite("lr", lr)
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0; got {lr}")
+    _, steps = _check_time(1.0, steps, "steps")
+    tol = check_real("tol", tol, 0.0)
+    n, L, _ = g.shape
+    alpha = np.full((n, L), 1.0 / L)
+    active = np.arange(n)
+    for _ in range(steps):
+        if not active.size:
+            break
+        ga, a = g[active], alpha[active]
+        z = np.einsum("nl,nlo->no", a, ga)
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        p[np.arange(len(active)), t[active]] -= 1.0
+        new = _project_simplex_rows(a - lr * np.einsum("nlo,no->nl", ga, p))
+        moved = np.abs(new - a).max(1)
+        alpha[active] = new
+        active = active[moved >= tol]
+    return alpha
 
 
 def optimal_attention(gammas, target: int = 0, gamma_s=None, method: str = "projected",

@@ -94,6 +94,21 @@ class History:
     def n_members(self) -> int:
         return len(self.seeds)
 
+    def index_of(self, step: int) -> int:
+        """The index of the evaluation at training step ``step``. In a smoke run
+        (``ATTN_MAX_STEPS``) a step past the cap is the last evaluation, so a notebook that
+        reads "the accuracy at the budget" runs end to end; otherwise ValueError if the
+        run was not evaluated at ``step``."""
+        step = check_int("step", step, 0)
+        hit = np.flatnonzero(self.eval_steps == step)
+        if hit.size:
+            return int(hit[0])
+        cap = env_max_steps()
+        if cap is not None and step > cap and len(self.eval_steps):
+            return len(self.eval_steps) - 1
+        raise ValueError(f"step must be a step this run was evaluated at "
+                         f"({self.eval_steps.tolist()}); got {step}")
+
     @staticmethod
     def concat(histories: Sequence["History"]) -> "History":
         """The members of several runs with the same training settings and evaluation steps as

@@ -338,3 +338,29 @@ def test_pools_take_the_labels_of_whole_rounds(n_labels, ok):
         with pytest.raises(ValueError, match=r"labels must have one entry per candidate the "
                                              r"screen drew \(rounds of 4: \[4, 8, 10\]\)"):
             cfg.pools(labels)
+
+
+def test_a_smoke_run_screens_one_round_labelled_by_rank(monkeypatch, capsys):
+    """Under ATTN_MAX_STEPS two steps decide nothing: the smoke preset draws k_combo + 1
+    candidates once, and the best is labelled good, the rest bad (so the chapter runs end to
+    end); outside a smoke run the same accuracies are labelled by the thresholds."""
+    from attn_core.chapters.ch5_multihead import RESCUE
+    monkeypatch.setenv("ATTN_MODE", "full")
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    assert RESCUE.get() == RESCUE.full
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    cfg = RESCUE.get()
+    assert (cfg.n_candidates, cfg.max_candidates, cfg.n_combinations, cfg.n_random) == (
+        RESCUE.full.k_combo + 1, None, 2, 2)
+    assert cfg.copy == RESCUE.full.copy and cfg.data_seeds == RESCUE.full.data_seeds
+    first = cfg.candidate_offset
+    calls = _fake_screen(monkeypatch, lambda h: 0.02 + 0.001 * ((h - first) % 5))
+    screen = cfg.screen()
+    assert len(calls) == len(cfg.data_seeds)                       # one round
+    final = np.stack([screen[d].metrics["token_acc"][:, -1] for d in cfg.data_seeds], 1)
+    labels = cfg.labels(final)
+    assert list(labels).count("good") == 1 and labels[4] == "good"  # the best: 0.024
+    assert cfg.enough_heads(labels)
+    assert "labelled by rank" in capsys.readouterr().out
+    monkeypatch.delenv("ATTN_MAX_STEPS")
+    assert set(cfg.labels(final)) == {"bad"}                        # the thresholds

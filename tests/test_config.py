@@ -189,3 +189,20 @@ def test_describe_names_mode_and_device(monkeypatch):
     line = describe("fast")
     assert "mode=fast" in line and "ATTN_MODE=fast" in line
     assert "device=" in line and "threads=" in line
+
+
+def test_a_preset_smoke_function_applies_only_in_a_smoke_run(monkeypatch):
+    from dataclasses import dataclass as dc
+
+    @dc(frozen=True)
+    class C:
+        seeds: tuple = (0, 1, 2, 3)
+
+    p = Preset(fast=C(), full=C(seeds=tuple(range(20))), smoke=config.first_seeds(2))
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    assert p.get("fast").seeds == (0, 1, 2, 3) and len(p.get("full").seeds) == 20
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    assert p.get("fast").seeds == (0, 1) and p.get("full").seeds == (0, 1)
+    assert Preset(fast=C(), full=C()).get("fast").seeds == (0, 1, 2, 3)   # no smoke: kept
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        config.first_seeds(0)

@@ -82,3 +82,20 @@ def test_claims_of_a_smoke_run_are_shown_labelled_but_not_asserted(monkeypatch, 
     assert "smoke run (ATTN_MAX_STEPS=2): the 1 claims of Chapter X were not checked" in out
     assert "SMOKE RUN, ATTN_MAX_STEPS=2: not checked" in c.table()
     assert "SMOKE RUN, ATTN_MAX_STEPS=2: not checked" in c.html()
+
+
+def test_index_of_finds_an_evaluation_and_maps_the_budget_in_a_smoke_run(monkeypatch):
+    from attn_core.training import History
+    h = History(seeds=np.arange(1), data_seeds=np.arange(1), train_loss=np.zeros((1, 4)),
+                eval_steps=np.array([0, 2, 4]), metrics={}, probes={})
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    assert h.index_of(2) == 1 and h.index_of(0) == 0
+    with pytest.raises(ValueError, match=r"step must be a step this run was evaluated at "
+                                         r"\(\[0, 2, 4\]\); got 300"):
+        h.index_of(300)
+    with pytest.raises(TypeError, match="step must be an int"):
+        h.index_of(2.0)
+    monkeypatch.setenv("ATTN_MAX_STEPS", "4")
+    assert h.index_of(300) == 2                       # past the cap: the last evaluation
+    with pytest.raises(ValueError, match="got 3"):
+        h.index_of(3)                                 # below the cap: not evaluated

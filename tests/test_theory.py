@@ -226,3 +226,43 @@ def test_holds_from_is_the_step_after_the_last_miss(ok, want):
 def test_holds_from_bad_input(steps, ok, err, match):
     with pytest.raises(err, match=match):
         holds_from(steps, ok)
+
+
+def test_optimal_attentions_is_optimal_attention_row_by_row():
+    rng = np.random.default_rng(0)
+    gammas = rng.normal(0, 3, (40, 6, 5))
+    gammas[0] = [[0, 0, 0, 0, 0], [0, -10, 5, 0, 0], [0, 5, -10, 0, 0]] + [[0] * 5] * 3
+    targets = rng.integers(0, 5, 40)
+    targets[0] = 0
+    batch = theory.optimal_attentions(gammas, targets)
+    one = np.array([theory.optimal_attention(g, int(t))["alpha"]
+                    for g, t in zip(gammas, targets)])
+    np.testing.assert_allclose(batch, one, atol=1e-9)
+    assert batch.sum(1) == pytest.approx(np.ones(40)) and batch.min() >= 0
+    few = theory.optimal_attentions(gammas, targets, steps=3)    # stopped early: not optimal
+    assert np.abs(few - one).max() > 1e-3
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: theory.optimal_attentions(np.zeros((2, 3)), [0, 0]), "gammas must be an N x L"),
+    (lambda: theory.optimal_attentions(np.zeros((2, 3, 4)), [0]), "targets must be 2 integer"),
+    (lambda: theory.optimal_attentions(np.zeros((2, 3, 4)), [0.0, 1.0]), "targets must be 2"),
+    (lambda: theory.optimal_attentions(np.zeros((2, 3, 4)), [0, 4]),
+     r"targets must be output indices in \[0, 3\]; got values in \[0, 4\]"),
+    (lambda: theory.optimal_attentions(np.zeros((2, 3, 4)), [0, 1], lr=0), "lr must be > 0"),
+])
+def test_optimal_attentions_names_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_wilson_bounds_are_exact_at_none_and_all():
+    """0 of n has the lower bound 0 and n of n the upper bound 1 exactly (the formula's
+    rounding gave 1e-17 at n = 5, 10, 13, ... and a negative error bar in chapter 4)."""
+    from attn_core.metrics import success_rate, wilson_interval
+    for n in range(1, 200):
+        assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
+        r, lo, hi = success_rate(np.zeros(n, bool))
+        assert r - lo >= 0 and hi - r >= 0
+    lo, hi = wilson_interval(3, 10)
+    assert 0.10 < lo < 0.11 and 0.60 < hi < 0.61                    # 3/10: [0.108, 0.603]
