@@ -266,3 +266,17 @@ def test_wilson_bounds_are_exact_at_none_and_all():
         assert r - lo >= 0 and hi - r >= 0
     lo, hi = wilson_interval(3, 10)
     assert 0.10 < lo < 0.11 and 0.60 < hi < 0.61                    # 3/10: [0.108, 0.603]
+
+
+def test_optimal_attentions_takes_a_larger_safe_step_on_flat_rows():
+    """Rows with Σ_l ‖γ_l‖² < 1/lr (nearly flat logits) step by 1/Σ_l ‖γ_l‖² -- the one-word
+    iteration at that lr -- and converge where lr = 0.5 would still be crawling."""
+    rng = np.random.default_rng(1)
+    gammas = rng.normal(0, 1e-3, (6, 5, 8))
+    targets = rng.integers(0, 8, 6)
+    batch = theory.optimal_attentions(gammas, targets)
+    for g, t, a in zip(gammas, targets, batch):
+        same = theory.optimal_attention(g, int(t), lr=1 / float((g ** 2).sum()))["alpha"]
+        np.testing.assert_allclose(a, same, atol=1e-9)
+        crawl = theory.optimal_attention(g, int(t), steps=200)["alpha"]   # lr 0.5
+        assert theory.attention_loss(a, g, int(t)) < theory.attention_loss(crawl, g, int(t))
