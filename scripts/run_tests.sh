@@ -62,14 +62,15 @@ stage "2/3 strict book build (-W -n --keep-going; notebooks executed one per cor
 timed "book build" bash scripts/build_book.sh -W -n --keep-going --all
 
 stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), side by side"
-# One pytest run over the three, the longest files first (measured, 2-core machine:
-# smoke runs of chapter 3 ~90 s, chapter 5 ~55 s, the rehearsal ~50 s, the rest 12-25 s
-# each): the browser check mostly waits on Chromium, so the two processes share the cores
-# better than three stages in a row. The rehearsal sets its own ATTN_* variables.
+# One pytest run over the three, the longest files first (measured on the 2-core machine,
+# one worker each: the smoke runs of chapter 5 ~85 s and chapter 3 ~50 s, the rehearsal
+# ~50 s, the rest 10-30 s): the browser check mostly waits on Chromium, so the two
+# processes share the cores better than three stages in a row. The rehearsal sets its own
+# ATTN_* variables.
 timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     ATTN_MODE=full ATTN_MAX_STEPS=2 \
     python -m pytest -ra -n 2 --dist loadfile --nbval-lax \
-    notebooks/03_ibm1.ipynb notebooks/05_multihead.ipynb tests/test_colab_rehearsal.py \
+    notebooks/05_multihead.ipynb notebooks/03_ibm1.ipynb tests/test_colab_rehearsal.py \
     notebooks/04_permutation_copy.ipynb notebooks/06_transformer.ipynb \
     notebooks/02_sen.ipynb notebooks/01_gated_classifier.ipynb tests/test_browser.py
 
