@@ -21,7 +21,7 @@ import os
 import random
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Generic, TypeVar
 
@@ -184,7 +184,6 @@ def first_seeds(n: int) -> Callable:
     n = check_int("n", n, 1)
 
     def cut(config):
-        from dataclasses import replace
         return replace(config, seeds=tuple(config.seeds)[:n])
 
     return cut

@@ -588,12 +588,12 @@ def proxy_init_velocity(sources, targets, n_in: int, n_out: int, dims, seeds=(0,
     # the proxy's logits, (1/L) Σ_l θ_{x_l}, as (bag of words / L) @ θ, and the summed loss as
     # Σ_m Σ_o (count of o in y^m) log p^m_o: the model's forward and loss, without the
     # (M, L, |O|) gather (30x faster on chapter 3's full corpus)
-    rows = torch.arange(src.shape[0]).unsqueeze(1)
-    bag = torch.zeros(src.shape[0], n_in, dtype=torch.float64).index_put_(
-        (rows.expand_as(src), src), torch.tensor(1.0, dtype=torch.float64), accumulate=True)
-    bag /= src.shape[1]
-    counts = torch.zeros(tgt.shape[0], n_out, dtype=torch.float64).index_put_(
-        (rows.expand_as(tgt), tgt), torch.tensor(1.0, dtype=torch.float64), accumulate=True)
+    def word_counts(ids, n):                      # (M, n): how often each word is in a row
+        rows = torch.arange(len(ids)).unsqueeze(1).expand_as(ids)
+        return torch.zeros(len(ids), n, dtype=torch.float64).index_put_(
+            (rows, ids), torch.tensor(1.0, dtype=torch.float64), accumulate=True)
+
+    bag, counts = word_counts(src, n_in) / src.shape[1], word_counts(tgt, n_out)
     for a, d in enumerate(dims):
         for b, s in enumerate(seeds):
             model = BagOfWordsProxy(n_in, n_out, dim=d, seeds=[s]).double()
@@ -629,11 +629,7 @@ def softmax_velocity(logits, logit_velocity) -> np.ndarray:
 # --------------------------------------------------------------------------- optimal attention (A.1)
 def _project_simplex(v: np.ndarray) -> np.ndarray:
     """Euclidean projection onto the probability simplex (Duchi et al. 2008, Fig. 1)."""
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    k = np.arange(1, len(v) + 1)
-    rho = np.nonzero(u - css / k > 0)[0][-1]
-    return np.maximum(v - css[rho] / (rho + 1), 0.0)
+    return _project_simplex_rows(v[None])[0]
 
 
 def attention_loss(alpha, gammas, target: int, gamma_s=None) -> float:
@@ -678,7 +674,8 @@ def _check_gamma_s(gamma_s, n_out: int) -> np.ndarray:
 
 
 def _project_simplex_rows(v: np.ndarray) -> np.ndarray:
-    """:func:`_project_simplex` of every row of ``v`` (N, L) at once."""
+    """:func:`_project_simplex` of every row of ``v`` (N, L) at once (Duchi et al. 2008,
+    Fig. 1: sort, find the last index ρ where the sorted value exceeds its threshold)."""
     u = -np.sort(-v, axis=1)
     css = np.cumsum(u, axis=1) - 1.0
     k = np.arange(1, v.shape[1] + 1)
