@@ -26,9 +26,11 @@ members (one member each when looped) the moment it finishes, in ``<name>-<key>.
 to the entry (one atomic ``.npz`` per group: its arrays and its model's parameters). If the
 run is interrupted -- a kernel interrupt, a crash, a Colab disconnect -- the same call later
 loads the finished groups (and says so) and trains only the rest; the result is bitwise the
-uninterrupted one (``tests/test_cache.py``). The folder is removed once the entry is saved. A
-group trains as one piece: on CUDA, where all members form one batched group, an interrupted
-group starts over.
+uninterrupted one (``tests/test_cache.py``). A part that is damaged, or does not record what
+its group must (arrays of its members, steps and evaluations; the metrics and probes of the
+groups trained now), is warned about, removed and trained again. The folder is removed once
+the entry is saved. A group trains as one piece: on CUDA, where all members form one batched
+group, an interrupted group starts over.
 
 The folder is ``$ATTN_CACHE`` (default ``~/.cache/attn_core``; see
 :func:`attn_core.config.env_cache`); ``ATTN_CACHE=off`` disables the cache. A loaded history has
@@ -385,7 +387,8 @@ class _GroupStore:
 
     def __init__(self, folder: Path, name: str):
         self.folder, self.name = folder, name
-        self.calls = self.loaded = 0
+        self.calls = 0
+        self.loaded: set[str] = set()
         self._warned = False
 
     def begin(self) -> int:
@@ -393,10 +396,12 @@ class _GroupStore:
         self.calls += 1
         return self.calls - 1
 
-    def load(self, key: str, rebuild):
+    def load(self, key: str, rebuild, shape: tuple[int, int, int]):
         """A saved group ``(model, train_loss, metrics, probes)``, or None. ``rebuild(state)``
-        makes the group's model from its parameters. A damaged part is warned about,
-        removed, and its group trained again."""
+        makes the group's model from its parameters. ``shape`` is the group's (members S,
+        steps T, evaluations E): its train_loss must be (S, T), every metric (S, E) and every
+        probe (S, E, ...). A damaged part, or one of other shapes, is warned about, removed,
+        and its group trained again."""
         path = self.folder / f"{key}.npz"
         if not path.exists():
             return None
@@ -412,19 +417,35 @@ class _GroupStore:
                     parts[kind][sub] = v
                 elif k != "train_loss":
                     raise ValueError(f"unexpected array {k!r}")
+            n, steps, evals = shape
+            want = {"train_loss": (n, steps)}
+            want.update({f"metrics/{k}": (n, evals) for k in parts["metrics"]})
+            want.update({f"probes/{k}": (n, evals) + v.shape[2:]
+                         for k, v in parts["probes"].items()})
+            for k, w in want.items():
+                if arrays[k].shape != w:
+                    raise ValueError(f"{k} has shape {arrays[k].shape}, not {w} (this group: "
+                                     f"{n} members, {steps} steps, {evals} evaluations)")
             model = rebuild({k: torch.from_numpy(v) for k, v in parts["state"].items()})
             result = (model.cpu(), arrays["train_loss"], parts["metrics"], parts["probes"])
         except Exception as e:  # noqa: BLE001 -- any damage: train the group again
-            warnings.warn(f"[cache] {self.name}: the saved part {path} of an interrupted run "
-                          f"cannot be used ({type(e).__name__}: {e}); training that group "
-                          f"again", RuntimeWarning, stacklevel=2)
-            try:
-                path.unlink()
-            except OSError:
-                pass
+            self.discard(key, f"{type(e).__name__}: {e}")
             return None
-        self.loaded += 1
+        self.loaded.add(key)
         return result
+
+    def discard(self, key: str, reason: str) -> None:
+        """Warn that the saved part ``key`` cannot be used (``reason``) and remove it; its group
+        is trained again (and no longer counts as loaded)."""
+        path = self.folder / f"{key}.npz"
+        warnings.warn(f"[cache] {self.name}: the saved part {path} of an interrupted run "
+                      f"cannot be used ({reason}); training that group again", RuntimeWarning,
+                      stacklevel=3)
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        self.loaded.discard(key)
 
     def save(self, key: str, result) -> None:
         """Save one finished group; a failure to save is warned about once and never stops
@@ -492,7 +513,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     finally:
         GROUP_STORE.reset(token)
     if store is not None and store.loaded and verbose:
-        print(f"[cache] {name}: resumed an interrupted run: {store.loaded} finished group(s) "
+        print(f"[cache] {name}: resumed an interrupted run: {len(store.loaded)} finished group(s) "
               f"loaded from {store.folder}, the rest trained now")
     if not isinstance(h, History):
         raise TypeError(f"compute() must return a History; got {type(h).__name__}")

@@ -10,6 +10,7 @@ else; a bad value raises a ValueError that names the variable and the values it 
     ATTN_WORKERS=2     # worker processes (default: the usable CPU cores)   -> env_workers()
     ATTN_CACHE=off     # results cache folder, or off (default ~/.cache/attn_core) -> env_cache()
     ATTN_MAX_STEPS=2   # smoke run: every training at most this many steps  -> env_max_steps()
+    ATTN_STORED=check  # stored runs: check (default), strict or off         -> env_stored()
 
 Every experiment config is a :class:`Preset`: one value for fast, one for full;
 ``preset.get()`` chooses by the current mode.
@@ -31,7 +32,7 @@ import torch
 from .checks import check_int
 
 __all__ = ["MODES", "DEVICE_KINDS", "Preset", "available_cores", "describe", "env_cache",
-           "first_seeds",
+           "first_seeds", "env_stored", "STORED_MODES",
            "env_mode", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
            "set_threads"]
 
@@ -106,6 +107,29 @@ def env_workers() -> int:
     """``ATTN_WORKERS``: worker processes, an int >= 1 (default :func:`available_cores`)."""
     return _env_count("ATTN_WORKERS", available_cores(), "worker processes; default: the "
                       "usable CPU cores")
+
+
+#: ``ATTN_STORED`` values (see :func:`env_stored`).
+STORED_MODES = ("check", "strict", "off")
+
+
+def env_stored() -> str:
+    """``ATTN_STORED``: how chapters 4-6 use their stored runs (:mod:`attn_core.stored`).
+
+    - ``check`` (default, a reader's session): the stored runs are loaded and their first
+      members re-trained now; if those do not reproduce the stored records within the spread
+      measured for them, the chapter says what that means and goes on with the stored
+      numbers, marked "not confirmed on this machine";
+    - ``strict`` (the test command and its book build): such a mismatch raises;
+    - ``off``: every seed is trained now (nothing stored is used; minutes more per chapter).
+    """
+    raw = os.environ.get("ATTN_STORED", "").strip().lower()
+    if raw == "":
+        return "check"
+    if raw not in STORED_MODES:
+        raise ValueError(f"ATTN_STORED must be one of {', '.join(STORED_MODES)} (or unset for "
+                         f"check); got {os.environ.get('ATTN_STORED')!r}")
+    return raw
 
 
 def env_max_steps() -> int | None:

@@ -60,11 +60,20 @@ _DEFAULT_LR = {"adam": 1e-3, "sgd": 0.1}
 
 #: Where a run keeps its finished groups while it is under way, so that a run interrupted
 #: (a kernel restart, a Colab disconnect) resumes with them: an object with
-#: ``begin() -> call index``, ``load(key, rebuild) -> result | None`` and ``save(key, result)``.
+#: ``begin() -> call index``, ``load(key, rebuild, shape) -> result | None``,
+#: ``save(key, result)`` and ``discard(key, reason)`` (a loaded part found wrong: train again).
 #: :func:`attn_core.cache.cached_history` sets it around every computation it caches; unset
 #: (None), nothing is kept.
 GROUP_STORE: contextvars.ContextVar = contextvars.ContextVar("attn_core_group_store",
                                                              default=None)
+
+#: A last-bit perturbation of every initial weight, for measuring how far training's own chaos
+#: carries a difference in the last bit of a float (:mod:`attn_core.stored` measures its
+#: stored runs' spread with it): None (the default) changes nothing; an int ``k`` multiplies
+#: each initial parameter entry by 1 ± 2⁻²³ (one float32 unit in the last place), the signs
+#: drawn from seed ``k``. It applies to groups trained in this process (workers=1).
+INIT_JITTER: contextvars.ContextVar = contextvars.ContextVar("attn_core_init_jitter",
+                                                            default=None)
 
 #: A probe: ``probe(model, eval_batch) -> {name: tensor (S, ...)}``, recorded at every evaluation
 #: as ``History.probes[name]`` (S, E, ...). Names must be unique across a run's probes.
@@ -283,11 +292,13 @@ class Trainer:
         store = GROUP_STORE.get()
         results: list = [None] * len(jobs)
         keys: list = [None] * len(jobs)
+        n_evals = len(_eval_schedule(self.steps, self.eval_every))
         if store is not None:
             call = store.begin()
             for i, job in enumerate(jobs):
                 keys[i] = self._job_key(call, i, job)
-                results[i] = store.load(keys[i], functools.partial(_rebuild, *job[:3]))
+                results[i] = store.load(keys[i], functools.partial(_rebuild, *job[:3]),
+                                        (len(job[1]), self.steps, n_evals))
         todo = [i for i, r in enumerate(results) if r is None]
         n_workers = self._workers(len(todo))
 
@@ -310,6 +321,22 @@ class Trainer:
         else:
             for i in todo:
                 finished(i, self._fit_group(*jobs[i], task, probes, bar))
+
+        def train_again(i, why):
+            store.discard(keys[i], why)
+            bar.total += self.steps
+            finished(i, self._fit_group(*jobs[i], task, probes, bar))
+
+        # A loaded part must record the metrics and probes (names, trailing shapes, dtypes) of
+        # the groups trained now; one that does not is trained again. With every group loaded
+        # and the parts disagreeing, group 0 is trained again to tell which are right.
+        loaded = [i for i in range(len(jobs)) if i not in todo]
+        if loaded and not todo and any(_mismatch(results[i], results[0]) for i in loaded):
+            train_again(0, "the saved parts of this run record different metrics or probes")
+        for i in loaded:
+            why = _mismatch(results[i], results[todo[0] if todo else 0])
+            if why:
+                train_again(i, why)
         bar.close()
         models = [r[0] for r in results]
         model = models[0] if len(models) == 1 else stack_members(models)
@@ -382,6 +409,7 @@ class Trainer:
         if model.n_members != n_members:
             raise ValueError(f"model_fn(seeds=...) built {model.n_members} members for "
                              f"{n_members} seeds")
+        _jitter(model, INIT_JITTER.get())
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
             raise ValueError("the model has no trainable parameters")
@@ -433,6 +461,39 @@ class Trainer:
         metrics = {k: torch.stack(v, dim=1).numpy() for k, v in metric_log.items()}
         probe_arrays = {k: torch.stack(v, dim=1).numpy() for k, v in probe_log.items()}
         return model.cpu(), losses.numpy(), metrics, probe_arrays
+
+
+def _jitter(model: StackedModule, seed: int | None) -> None:
+    """Multiply every parameter entry by 1 ± 2⁻²³, signs from ``seed`` (see INIT_JITTER)."""
+    if seed is None:
+        return
+    g = torch.Generator().manual_seed(check_int("INIT_JITTER", seed, 0))
+    with torch.no_grad():
+        for p in model.parameters():
+            sign = torch.randint(0, 2, p.shape, generator=g).to(p.dtype) * 2 - 1
+            p.mul_(1 + sign.to(p.device) * 2.0**-23)
+
+
+def _record(result) -> dict[str, str]:
+    """What a group's result records besides its members, steps and evaluations: the dtype of
+    its training loss, and the dtype and trailing shape of every metric and probe by name."""
+    _, loss, metrics, probes = result
+    out = {"train_loss": loss.dtype.name}
+    for kind, arrays in (("metrics", metrics), ("probes", probes)):
+        out.update({f"{kind}/{k}": f"{v.dtype.name} (S, E) + {v.shape[2:]}"
+                    for k, v in arrays.items()})
+    return out
+
+
+def _mismatch(part, group) -> str | None:
+    """Why a loaded group's result ``part`` does not record what ``group`` (trained now)
+    records, or None when it does."""
+    a, b = _record(part), _record(group)
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            return (f"it records {k} as {a.get(k, 'nothing')}; a group trained now records it "
+                    f"as {b.get(k, 'nothing')}")
+    return None
 
 
 def _member_tasks(task, data_seeds) -> list:

@@ -4,12 +4,17 @@ first cell does, into a fresh environment that already has torch, then run the c
     python scripts/colab_rehearsal.py                      # chapter 1 (the shortest)
     python scripts/colab_rehearsal.py 04_permutation_copy  # any chapters, by notebook name
     python scripts/colab_rehearsal.py all                  # every chapter (~10 min here)
+    python scripts/colab_rehearsal.py --base-python ENV/bin/python 04_permutation_copy
+                                  # another environment plays Colab's preinstalled stack
 
 What it does, in a temporary folder outside the repository:
 
 1. A fresh virtual environment that has, like Colab, torch and the scientific stack already
    installed -- the packages of this checkout's ``.venv``, made visible through a ``.pth``
-   file, with ``attn_core`` itself left out -- and nothing of the book.
+   file, with ``attn_core`` itself left out -- and nothing of the book. With
+   ``--base-python PATH`` the environment of that interpreter plays Colab's preinstalled
+   stack instead (another Python, another torch: ``scripts/portability_check.py``); the fresh
+   environment, and the kernel the chapter runs in, then use that interpreter's Python.
 2. Each chapter runs with nbclient in a kernel of that environment, from the temporary folder,
    in fast mode, with ``ATTN_INSTALL_URL=git+file://<checkout>@<HEAD commit>``: its first
    cell (the install cell, unchanged) pip-installs ``attn_core`` from the committed HEAD,
@@ -56,8 +61,9 @@ print(json.dumps({"version": torch.__version__, "file": torch.__file__,
 """
 
 _FINAL_CELL = """\
-import json, resource, attn_core, torch
+import json, resource, sys, attn_core, torch
 print("REHEARSAL " + json.dumps({"attn_core": attn_core.__file__,
+                                 "python": sys.version.split()[0], "prefix": sys.prefix,
                                  "torch": torch.__version__, "torch_file": torch.__file__,
                                  "kernel_peak_mb": resource.getrusage(
                                      resource.RUSAGE_SELF).ru_maxrss // 1024}))
@@ -105,14 +111,16 @@ def head_commit(root: Path = ROOT) -> str:
     return _run(["git", "-C", str(root), "rev-parse", "HEAD"]).stdout.strip()
 
 
-def make_colab_env(where: Path) -> Path:
-    """A fresh venv in ``where/venv`` that sees this checkout's installed packages, minus the
-    book's own code; returns its python."""
-    _run([sys.executable, "-m", "venv", str(where / "venv")])
+def make_colab_env(where: Path, base: Path | None = None) -> Path:
+    """A fresh venv in ``where/venv`` that sees the installed packages of ``base`` (an
+    interpreter; default: the one running this script, this checkout's ``.venv``), minus the
+    book's own code; returns its python, which runs ``base``'s Python."""
+    creator = sys.executable if base is None else str(base)
+    _run([creator, "-m", "venv", str(where / "venv")])
     python = where / "venv" / "bin" / "python"
     pre = where / "preinstalled"
     pre.mkdir()
-    ours = Path(sysconfig.get_paths()["purelib"])
+    ours = Path(sysconfig.get_paths()["purelib"]) if base is None else _site_packages(base)
     for entry in ours.iterdir():
         if entry.name.startswith(_OWN) or entry.suffix == ".pth":
             continue
@@ -177,6 +185,8 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
     own = [p.name for p in [*site.glob("torch"), *site.glob("torch-*.dist-info")]]
     if own:
         problems.append(f"pip put a torch of its own into the new environment: {own}")
+    if os.path.realpath(seen["prefix"]) != os.path.realpath(venv):
+        problems.append(f"the kernel ran in {seen['prefix']}, not the new environment {venv}")
     if not seen["attn_core"].startswith(venv):
         problems.append(f"attn_core came from {seen['attn_core']}, not the new environment "
                         f"{venv}")
@@ -187,6 +197,7 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
     if problems:
         raise RuntimeError(f"{chapter}: " + "; ".join(problems))
     return {"chapter": chapter, "seconds": round(seconds, 1), "torch": before["version"],
+            "python": seen["python"],
             "attn_core": seen["attn_core"], "claims": held[-1].strip(),
             "kernel_peak_mb": seen["kernel_peak_mb"],
             "slowest_cells": [(i, round(t, 1)) for t, i in slowest],
@@ -214,10 +225,19 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, metavar="SECONDS",
                         help="fail when one cell runs longer (default: %(default)s)")
+    parser.add_argument("--base-python", type=Path, default=None, metavar="PATH",
+                        help="the interpreter whose environment plays Colab's preinstalled "
+                             "stack (default: the one running this script)")
     args = parser.parse_args(argv)
     if args.cell_timeout < 1:
         parser.error(f"--cell-timeout must be a whole number of seconds >= 1; "
                      f"got {args.cell_timeout}")
+    base = args.base_python
+    if base is not None:
+        # absolute, not resolved: a venv's python is a symlink that must stay the venv's
+        base = Path(os.path.abspath(base.expanduser()))
+        if not (base.is_file() and os.access(base, os.X_OK)):
+            parser.error(f"--base-python must name a Python interpreter; got {args.base_python}")
     chapters = args.chapters
     if chapters == ["all"]:
         chapters = sorted(p.stem for p in (ROOT / "notebooks").glob("0*.ipynb"))
@@ -231,9 +251,10 @@ def main(argv=None) -> int:
     failed = 0
     try:
         t0 = time.perf_counter()
-        python = make_colab_env(where)
+        python = make_colab_env(where, base)
         print(f"[colab] fresh environment with torch {torch_state(python)['version']} "
-              f"preinstalled ({time.perf_counter() - t0:.0f} s)")
+              f"preinstalled ({time.perf_counter() - t0:.0f} s)"
+              + ("" if base is None else f"; the packages of {base}"))
         for chapter in chapters:
             try:
                 got = rehearse(chapter, where, python, url, args.cell_timeout)
@@ -241,8 +262,9 @@ def main(argv=None) -> int:
                 failed += 1
                 print(f"[colab] FAILED {e}")
             else:
-                print(f"[colab] {chapter}: passed in {got['seconds']:.0f} s -- torch "
-                      f"{got['torch']} untouched, attn_core from {got['attn_core']}; "
+                print(f"[colab] {chapter}: passed in {got['seconds']:.0f} s -- Python "
+                      f"{got['python']}, torch {got['torch']} untouched, attn_core from "
+                      f"{got['attn_core']}; "
                       f"{got['claims']}; the kernel's peak memory {got['kernel_peak_mb']} MB; "
                       f"slowest cells (index, s): {got['slowest_cells']}; largest wait "
                       f"before a cell (index, s): {got['largest_gap']}")

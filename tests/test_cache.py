@@ -483,6 +483,98 @@ def test_a_damaged_part_is_trained_again(tmp_path, monkeypatch):
     _assert_same_numbers(h, reference)
 
 
+
+def _change_part(key, value):
+    """An edit of a part's arrays: ``arrays[key] = value(arrays[key])``."""
+    return lambda arrays: arrays.update({key: value(arrays[key])})
+
+
+#: A part of an interrupted run (one member; steps=4, eval_every=2: 3 evaluations) whose arrays
+#: load but do not record what its group must, and the reason its warning gives.
+WRONG_PARTS = {
+    "metric of 4 evaluations": (
+        _change_part("metrics/accuracy", lambda v: np.concatenate([v, v[:, -1:]], 1)),
+        "metrics/accuracy has shape (1, 4), not (1, 3)"),
+    "train_loss one step short": (
+        _change_part("train_loss", lambda v: v[:, :3]),
+        "train_loss has shape (1, 3), not (1, 4)"),
+    "probe for two members": (
+        _change_part("probes/x0", lambda v: np.concatenate([v, v])),
+        "probes/x0 has shape (2, 3, 1), not (1, 3, 1)"),
+    "probe of another trailing shape": (
+        _change_part("probes/x0", lambda v: np.stack([v, v], -1)),
+        "it records probes/x0 as float32 (S, E) + (1, 2); a group trained now records it as "
+        "float32 (S, E) + (1,)"),
+    "missing metric": (
+        lambda arrays: arrays.pop("metrics/accuracy"),
+        "it records metrics/accuracy as nothing; a group trained now records it as float32"),
+    "metric as float64": (
+        _change_part("metrics/loss", lambda v: v.astype(np.float64)),
+        "it records metrics/loss as float64"),
+}
+
+
+def _part_warnings(record):
+    return [str(w.message) for w in record if "the saved part" in str(w.message)]
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_PARTS))
+def test_a_part_recording_the_wrong_arrays_is_trained_again(tmp_path, monkeypatch, capsys,
+                                                            wrong):
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    reference = _resumable_run(_Interrupt())()
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 2$"):
+        cache.cached_history("resume", {"n": 6}, _resumable_run(_Interrupt(at_seed=2)))
+    part = sorted(tmp_path.glob("resume-*.parts/*.npz"))[0]     # member 0's part
+    change, why = WRONG_PARTS[wrong]
+    _rewrite_raw(part, change)
+    capsys.readouterr()
+    second = _Interrupt()
+    with pytest.warns(RuntimeWarning) as record:
+        h = cache.cached_history("resume", {"n": 6}, _resumable_run(second))
+    (message,) = _part_warnings(record)                      # one warning, naming the part
+    assert message.startswith(f"[cache] resume: the saved part {part} of an interrupted run "
+                              f"cannot be used (")
+    assert why in message and message.endswith("; training that group again")
+    assert set(second.seen) == {0, 2, 3}                     # member 0 trained again
+    assert "resumed an interrupted run: 1 finished group(s) loaded" in capsys.readouterr().out
+    _assert_same_numbers(h, reference)                       # bitwise the uninterrupted run
+    _assert_same_model(h.model, reference.model)
+
+
+@pytest.mark.parametrize("bad", [0, 1])
+def test_parts_that_disagree_with_every_group_loaded_are_trained_again(tmp_path, monkeypatch,
+                                                                      bad):
+    """Interrupted after every group finished (the entry not yet saved): with nothing trained
+    now to compare with, group 0 is trained again and every part that differs from it too."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    reference = _resumable_run(_Interrupt())()
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt("interrupted while saving")
+
+    with monkeypatch.context() as m:
+        m.setattr(cache, "save_history", interrupt)
+        with pytest.raises(KeyboardInterrupt, match=r"^interrupted while saving$"):
+            cache.cached_history("resume", {"n": 7}, _resumable_run(_Interrupt()))
+    parts = sorted(tmp_path.glob("resume-*.parts/*.npz"))
+    assert len(parts) == 4
+    _rewrite_raw(parts[bad], WRONG_PARTS["missing metric"][0])
+    second = _Interrupt()
+    with pytest.warns(RuntimeWarning) as record:
+        h = cache.cached_history("resume", {"n": 7}, _resumable_run(second))
+    messages = _part_warnings(record)     # part 0's first, then the bad part's (if not 0)
+    assert len(messages) == bad + 1
+    assert f"saved part {parts[0]} " in messages[0]
+    assert "the saved parts of this run record different metrics or probes" in messages[0]
+    if bad:
+        assert f"saved part {parts[1]} " in messages[1]
+        assert "it records metrics/accuracy as nothing" in messages[1]
+    assert set(second.seen) == set(range(bad + 1))
+    _assert_same_numbers(h, reference)
+    _assert_same_model(h.model, reference.model)
+
+
 def test_parts_are_kept_per_computation_and_need_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
     with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 1$"):

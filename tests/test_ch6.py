@@ -344,16 +344,37 @@ def _live_from_row(row, n=1):
                    probes={"beta_align_acc": np.array(row["beta_align"])[:n].copy()})
 
 
-def test_live_differences_reads_each_curve_early_and_last():
+def test_check_live_reports_the_worst_live_seed_and_whether_all_were_confirmed():
+    from attn_core.stored import CheckReport
     sweep = ch.load_sweep()
-    h = _live_from_row(sweep["learned"])
-    assert ch.live_differences(sweep, {"learned": h}) == (0.0, 0.0)
-    h.probes["beta_align_acc"][0, 2] += 0.004                     # step 40: early
-    h.metrics["attn_acc"][0, -1] += 0.05                          # the last step
-    assert ch.live_differences(sweep, {"learned": h}) == pytest.approx((0.004, 0.05))
-    h.metrics["token_acc"][0, 8] += 0.5                           # step 160: neither part
-    assert ch.live_differences(sweep, {"learned": h}) == pytest.approx((0.004, 0.05))
+    a, b = _live_from_row(sweep["learned"]), _live_from_row(sweep["qk-self"])
+    a.check = CheckReport("a", 0.2, ("loss", 20, 1e-6, 5e-6, "value"), False)
+    b.check = CheckReport("b", 0.7, ("token_acc", 40, 2.0, 3.0, "tokens"), False)
+    a.confirmed = b.confirmed = True
+    report = ch.check_live({"learned": a, "qk-self": b})
+    assert report.name == "b" and report.ratio == 0.7 and report.confirmed
+    b.confirmed = False
+    assert not ch.check_live({"learned": a, "qk-self": b}).confirmed
     with pytest.raises(ValueError, match="a condition the sweep does not: 'nope'"):
-        ch.live_differences(sweep, {"nope": h})
-    with pytest.raises(TypeError, match="sweep and live must be dicts"):
-        ch.live_differences(sweep, [h])
+        ch.check_live({"nope": a})
+    with pytest.raises(ValueError, match=r"live\['learned'\] was not loaded by stored_run"):
+        ch.check_live({"learned": _live_from_row(sweep["learned"])})
+    with pytest.raises(TypeError, match="live must be a non-empty dict"):
+        ch.check_live([a])
+
+
+def test_the_stored_live_seeds_are_the_sweeps_first_seeds():
+    """Each live condition's stored entry (full precision) holds what its sweep row's first
+    seed holds (rounded to 4 decimals): the check of the entry checks the sweep's seed."""
+    from attn_core import stored
+    from attn_core.cache import _read_entry
+    sweep = ch.load_sweep()
+    for name in ch.LIVE_CONDITIONS:
+        h, _ = _read_entry(stored.verify_file(stored.stored_path(ch.live_config(name))))
+        row = sweep[name]
+        assert h.eval_steps.tolist() == row["eval_steps"]
+        for key, got in (("token_acc", h.metrics["token_acc"]),
+                         ("attn_acc", h.metrics["attn_acc"]),
+                         ("beta_align", h.probes["beta_align_acc"])):
+            np.testing.assert_array_equal(np.round(got.astype(float), 4),
+                                          np.asarray(row[key])[:1], err_msg=f"{name} {key}")

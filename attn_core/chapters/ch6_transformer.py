@@ -46,12 +46,12 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ..config import Preset
+from ..config import Preset, env_stored
 from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
                       check_token_ids)
 from ..data import CopyTask
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
-from ..stored import config_record, member_differences
+from ..stored import CheckReport, config_record, verify_file
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
 from .ch4_copy import SUCCESS_LEVEL, CopyTraining, control
@@ -59,7 +59,8 @@ from .ch4_copy import SUCCESS_LEVEL, CopyTraining, control
 __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions",
            "TRANSFORMER_BASE", "SWEEP_CONDITIONS", "sweep_config", "load_sweep",
-           "live_differences", "SUCCESS_LEVEL"]
+           "LIVE_CONDITIONS", "sweep_row", "live_config", "stored_configs", "check_live",
+           "SUCCESS_LEVEL"]
 
 #: How positions reach the model (see the module docstring).
 POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
@@ -539,51 +540,126 @@ def sweep_config(name: str, seeds: Sequence[int] | None = None,
     return cfg
 
 
+#: The sweep conditions whose first seed the chapter trains again now (its live cells).
+LIVE_CONDITIONS = ("learned", "uniform", "uniform, control", "small positions", "qk-cross",
+                   "qk-self")
+#: What a sweep row keeps of every evaluation: the History key of each row key.
+_ROW_KEYS = {"token_acc": "token_acc", "attn_acc": "attn_acc", "beta_align": "beta_align_acc"}
+_SWEEP_SCRIPT = "python benchmarks/ch6_prototype/sweep.py"
+
+
+def sweep_row(cfg: TransformerCopyConfig, h) -> dict:
+    """A stored sweep row from the History ``h`` of ``cfg``: its configuration, seeds,
+    evaluation steps, and every evaluation's token accuracy, attention accuracy and β
+    alignment (rounded to 4 decimals), with their final and best values."""
+    acc, att = h.metrics["token_acc"], h.metrics["attn_acc"]
+    beta = h.probes["beta_align_acc"]
+    return {
+        "config": config_record(cfg),
+        "seeds": list(cfg.seeds),
+        "eval_steps": h.eval_steps.tolist(),
+        "final_token_acc": np.round(acc[:, -1].astype(float), 4).tolist(),
+        "final_attn_acc": np.round(att[:, -1].astype(float), 4).tolist(),
+        "final_beta_align": np.round(beta[:, -1].astype(float), 4).tolist(),
+        "max_beta_align": np.round(beta.max(1).astype(float), 4).tolist(),
+        "token_acc": np.round(acc.astype(float), 4).tolist(),
+        "attn_acc": np.round(att.astype(float), 4).tolist(),
+        "beta_align": np.round(beta.astype(float), 4).tolist(),
+    }
+
+
+def _check_row(path, name: str, row) -> None:
+    """ValueError naming the file unless ``row`` holds a value per seed and evaluation."""
+    cfg = sweep_config(name)
+    seeds = len(cfg.seeds)
+    steps = list(range(0, cfg.steps, cfg.eval_every))
+    steps += [cfg.steps] if steps[-1] != cfg.steps else []
+    fix = f"run {_SWEEP_SCRIPT} --force"
+    if not isinstance(row, dict) or row.get("eval_steps") != steps:
+        raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
+                         f"steps its configuration evaluates at ({steps}): {fix}")
+    for k, shape in [(k, (seeds, len(steps))) for k in _ROW_KEYS] + [
+            (k, (seeds,)) for k in ("final_token_acc", "final_attn_acc", "final_beta_align",
+                                    "max_beta_align")]:
+        try:
+            a = np.asarray(row[k], dtype=float)
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"the stored sweep {path}: row {name!r} has no numeric {k!r}: "
+                             f"{fix}") from None
+        if a.shape != shape or not np.isfinite(a).all():
+            raise ValueError(f"the stored sweep {path}: row {name!r}'s {k!r} has shape "
+                             f"{a.shape} (needs {shape}, finite): {fix}")
+
+
 def load_sweep(path: str | Path | None = None) -> dict:
-    """The stored sweep: condition name -> its row (config, seeds, final and per-evaluation
-    token accuracy, attention accuracy and β alignment). Raises ValueError naming the file
-    if a row is missing, or if a row's stored configuration is not :func:`sweep_config`'s
-    -- a stored result is never shown for a configuration it was not computed with."""
+    """The stored sweep: condition name -> its row (:func:`sweep_row`). The package's own
+    file must match the stored results' manifest (:func:`attn_core.stored.verify_file`).
+    Raises ValueError naming the file if a row is missing or incomplete, or if a row's stored
+    configuration is not :func:`sweep_config`'s -- a stored result is never shown for a
+    configuration it was not computed with. With ``ATTN_STORED=off`` (and no ``path``) every
+    condition is trained now (ten seeds each, cached) and its row made from that."""
+    if path is None and env_stored() == "off":
+        rows = {}
+        for name in SWEEP_CONDITIONS:
+            cfg = sweep_config(name)
+            rows[name] = sweep_row(cfg, cfg.run())
+        return rows
     path = SWEEP_FILE if path is None else Path(path)
+    if path.resolve() == SWEEP_FILE.resolve():
+        verify_file(path)
     try:
         rows = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"the stored sweep {path} is missing: run "
-                         f"python benchmarks/ch6_prototype/sweep.py") from None
+        raise ValueError(f"the stored sweep {path} is missing: run {_SWEEP_SCRIPT}") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
-                         f"python benchmarks/ch6_prototype/sweep.py again") from None
+                         f"{_SWEEP_SCRIPT} again") from None
     for name in SWEEP_CONDITIONS:
         want = config_record(sweep_config(name))
         if name not in rows:
             raise ValueError(f"the stored sweep {path} has no row {name!r}: run "
-                             f"python benchmarks/ch6_prototype/sweep.py")
+                             f"{_SWEEP_SCRIPT}")
         if rows[name].get("config") != want:
             raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
                              f"another configuration than sweep_config({name!r}); run "
-                             f"python benchmarks/ch6_prototype/sweep.py to recompute it")
+                             f"{_SWEEP_SCRIPT} to recompute it")
+        _check_row(path, name, rows[name])
     return rows
 
 
-def live_differences(sweep: dict, live: dict, until: int = 100) -> tuple[float, float]:
-    """How far the seeds trained now (``live``: condition name -> History of its first
-    seeds) are from their records in the stored ``sweep``, as
-    :func:`attn_core.stored.member_differences` measures it: the largest difference in token
-    accuracy, attention accuracy and β alignment over the first ``until`` steps, and at the
-    last step (where another CPU's rounding, grown by training, may show)."""
-    if not isinstance(sweep, dict) or not isinstance(live, dict):
-        raise TypeError(f"sweep and live must be dicts (load_sweep(); name -> History); got "
-                        f"{type(sweep).__name__} and {type(live).__name__}")
-    early = final = 0.0
+def live_config(name: str, n: int = 1,
+                base: TransformerCopyConfig | None = None) -> TransformerCopyConfig:
+    """The first ``n`` seeds of sweep condition ``name``: what the chapter trains again now.
+    In fast mode their History is stored whole (loss and every metric at full precision,
+    ``scripts/store_results.py``), so :func:`attn_core.stored.stored_run` checks the seeds
+    trained now against it; the sweep row's first seeds hold the same numbers, rounded
+    (``tests/test_ch6.py``)."""
+    return sweep_config(name, seeds=range(check_int("n", n, 1)), base=base)
+
+
+def stored_configs() -> list[TransformerCopyConfig]:
+    """The runs chapter 6 loads from :mod:`attn_core.stored`: each live condition's first
+    seed (:data:`LIVE_CONDITIONS`)."""
+    return [live_config(name) for name in LIVE_CONDITIONS]
+
+
+def check_live(live: dict) -> CheckReport:
+    """The worst of the live checks of ``live`` (condition name -> the History that
+    :func:`attn_core.stored.stored_run` returned for :func:`live_config`): the report with
+    the largest ratio of difference to allowed. Each was already enforced by ``stored_run``
+    (raised under ``ATTN_STORED=strict``, explained otherwise); ``report.confirmed`` is
+    whether every one was confirmed on this machine."""
+    if not isinstance(live, dict) or not live:
+        raise TypeError(f"live must be a non-empty dict (name -> History of stored_run); got "
+                        f"{type(live).__name__}")
+    reports = []
     for name, h in live.items():
-        if name not in sweep:
+        if name not in SWEEP_CONDITIONS:
             raise ValueError(f"live has a condition the sweep does not: {name!r}")
-        row, n = sweep[name], h.n_members
-        if not np.array_equal(np.asarray(row["eval_steps"]), h.eval_steps):
-            raise ValueError(f"live[{name!r}] was evaluated at other steps than the sweep")
-        want = {k: np.asarray(row[k])[:n] for k in ("token_acc", "attn_acc", "beta_align")}
-        now = {"token_acc": h.metrics["token_acc"], "attn_acc": h.metrics["attn_acc"],
-               "beta_align": h.probes["beta_align_acc"]}
-        e, f = member_differences(want, now, h.eval_steps, until)
-        early, final = max(early, e), max(final, f)
-    return early, final
+        if getattr(h, "check", None) is None:
+            raise ValueError(f"live[{name!r}] was not loaded by stored_run (fast mode), so "
+                             f"it was not checked against a stored record")
+        reports.append(h.check)
+    worst = max(reports, key=lambda r: r.ratio)
+    worst.confirmed = all(getattr(h, "confirmed", False) for h in live.values())
+    return worst

@@ -1,6 +1,8 @@
 """Chapter 6's stored sweep: every condition of the chapter at ten seeds, trained once here
 and written to ``attn_core/chapters/data/ch6_sweep.json``, which the chapter shows labelled
 (its live cells re-run the first seeds of the key rows and check they match).
+After a change, measure the live rows' envelopes again: ``python scripts/store_results.py
+--envelopes``.
 
     python benchmarks/ch6_prototype/sweep.py            # every condition missing from the file
     python benchmarks/ch6_prototype/sweep.py --check    # exit 1 if a stored row's config differs
@@ -19,30 +21,16 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 
 from attn_core.chapters import ch6_transformer as ch
-from attn_core.stored import config_record
+from attn_core.stored import config_record, write_manifest
 
 OUT = ch.SWEEP_FILE
 
 
 def record(cfg, h) -> dict:
-    acc, att = h.metrics["token_acc"], h.metrics["attn_acc"]
-    beta = h.probes["beta_align_acc"]
-    return {
-        "config": config_record(cfg),
-        "seeds": list(cfg.seeds),
-        "eval_steps": h.eval_steps.tolist(),
-        "final_token_acc": np.round(acc[:, -1].astype(float), 4).tolist(),
-        "final_attn_acc": np.round(att[:, -1].astype(float), 4).tolist(),
-        "final_beta_align": np.round(beta[:, -1].astype(float), 4).tolist(),
-        "max_beta_align": np.round(beta.max(1).astype(float), 4).tolist(),
-        "token_acc": np.round(acc.astype(float), 4).tolist(),
-        "attn_acc": np.round(att.astype(float), 4).tolist(),
-        "beta_align": np.round(beta.astype(float), 4).tolist(),
-    }
+    return ch.sweep_row(cfg, h)
 
 
 def load() -> dict:
@@ -53,6 +41,7 @@ def save(rows: dict) -> None:
     tmp = OUT.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, OUT)
+    write_manifest()    # the stored results' sha256 list covers this file
 
 
 def main():

@@ -1,0 +1,57 @@
+"""The stored results' platform matrix (issue #28): on every platform a correct install can
+give this CPU -- each ATEN_CPU_CAPABILITY it has x 1 and 2 torch threads, each in a fresh
+process -- every live check of chapters 4-6 passes within its measured envelope, and every
+changed model (a learning rate 1 % off, another initialisation or data seed, the biases
+dropped or the layer norm moved, no end token, another evaluation set) fails it, against
+chapter 4's control and chapter 6's small positions. Each platform trains the first
+``UPTO`` steps (scripts/platform_matrix.py); "native-1", the reader's default, trains only
+the changed models here, since the strict book build runs its live checks in full."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "platform_matrix", Path(__file__).resolve().parents[1] / "scripts" / "platform_matrix.py")
+matrix = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(matrix)
+
+PLATFORMS = matrix.platforms()
+
+
+@pytest.mark.parametrize("name", list(PLATFORMS))
+def test_every_live_check_passes_and_every_changed_model_fails(name):
+    result = matrix.run_platform(name, PLATFORMS[name], matrix.UPTO, live=name != "native-1")
+    print(result["log"])
+    failed = [c for c in result["live"] if not c["ok"]]
+    assert not failed, f"{name}: live checks beyond their envelope: {failed}"
+    assert name == "native-1" or len(result["live"]) == 18
+    missed = [c["change"] for c in result["changed"] if c["ok"]]
+    assert not missed, f"{name}: changed models that pass the check: {missed}"
+    assert len(result["changed"]) == 2 * (len(matrix.CHANGES) + 1)
+    worst = max((c["envelope_ratio"] for c in result["live"]), default=0.0)
+    least = min(c["envelope_ratio"] for c in result["changed"])
+    assert least > 1 >= worst
+    print(f"{name}: largest live ratio {worst:.3g}, smallest changed {least:.3g}, "
+          f"margin {least / worst if worst else math.inf:.3g}x")
+
+
+def test_the_matrix_covers_the_capabilities_of_this_cpu():
+    names = set(PLATFORMS)
+    assert {"native-1", "native-2", "default-1", "default-2"} <= names
+    assert all(PLATFORMS[n]["ATTN_THREADS"] in ("1", "2") for n in names)
+
+
+def test_summary_reports_the_margin_and_fails_a_missed_change():
+    live = [{"ok": True, "envelope_ratio": 0.25}]
+    changed = [{"ok": False, "envelope_ratio": 5.0}]
+    row = {"name": "x", "platform": {"capability": "AVX2", "threads": 1}, "seconds": 1,
+           "live": live, "changed": changed}
+    ok, text = matrix.summary([row])
+    assert ok and "margin 20x" in text
+    ok, _ = matrix.summary([{**row, "changed": [{"ok": True, "envelope_ratio": 0.5}]}])
+    assert not ok
