@@ -344,7 +344,7 @@ def _live_from_row(row, n=1):
                    probes={"beta_align_acc": np.array(row["beta_align"])[:n].copy()})
 
 
-def test_check_live_reports_the_worst_live_seed_and_whether_all_were_confirmed():
+def test_check_live_reports_the_worst_live_seed_and_whether_all_were_confirmed(monkeypatch):
     from attn_core.stored import CheckReport
     sweep = ch.load_sweep()
     a, b = _live_from_row(sweep["learned"]), _live_from_row(sweep["qk-self"])
@@ -361,6 +361,8 @@ def test_check_live_reports_the_worst_live_seed_and_whether_all_were_confirmed()
         ch.check_live({"learned": _live_from_row(sweep["learned"])})
     with pytest.raises(TypeError, match="live must be a non-empty dict"):
         ch.check_live([a])
+    monkeypatch.setenv("ATTN_STORED", "off")        # nothing stored was used: no check
+    assert ch.check_live({"learned": _live_from_row(sweep["learned"])}) is None
 
 
 def test_the_stored_live_seeds_are_the_sweeps_first_seeds():

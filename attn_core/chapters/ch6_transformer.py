@@ -643,15 +643,18 @@ def stored_configs() -> list[TransformerCopyConfig]:
     return [live_config(name) for name in LIVE_CONDITIONS]
 
 
-def check_live(live: dict) -> CheckReport:
+def check_live(live: dict) -> CheckReport | None:
     """The worst of the live checks of ``live`` (condition name -> the History that
     :func:`attn_core.stored.stored_run` returned for :func:`live_config`): the report with
     the largest ratio of difference to allowed. Each was already enforced by ``stored_run``
     (raised under ``ATTN_STORED=strict``, explained otherwise); ``report.confirmed`` is
-    whether every one was confirmed on this machine."""
+    whether every one was confirmed on this machine. None under ``ATTN_STORED=off``, where
+    nothing stored is used (the sweep itself is trained now)."""
     if not isinstance(live, dict) or not live:
         raise TypeError(f"live must be a non-empty dict (name -> History of stored_run); got "
                         f"{type(live).__name__}")
+    if env_stored() == "off":
+        return None
     reports = []
     for name, h in live.items():
         if name not in SWEEP_CONDITIONS:
