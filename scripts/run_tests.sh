@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order; stops at the first failure (non-zero exit).
 #
-#   1. unit tests            pytest -n 2 -m "not browser and not colab" tests  (2 processes)
+#   1. unit tests            pytest -n 2 -m "not browser and not colab" tests  (2 processes),
+#                            the stored results' platform matrix among them (~90 s of it)
 #   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors):
 #                            executes the notebooks one per core, training every experiment
 #                            on the engine's worker processes, then renders the HTML
