@@ -249,11 +249,17 @@ def _write_atomic(path: Path, payload: dict) -> None:
     obj = sorted(k for k, v in payload.items() if v.dtype.hasobject)
     if obj:
         raise TypeError(f"arrays {obj} hold Python objects, which would be pickled")
+    atomic_write(path, lambda f: np.savez(f, **payload))
+
+
+def atomic_write(path: Path, write: Callable, binary: bool = True) -> None:
+    """``write(f)`` into a temporary file next to ``path`` (``<name>.<token>.tmp``), synced,
+    then renamed over ``path``: a reader sees the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **payload)
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

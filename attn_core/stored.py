@@ -46,7 +46,6 @@ import math
 import os
 import platform as _platform
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .cache import _read_entry, save_history
+from .cache import _read_entry, atomic_write, save_history
 from .checks import check_int
 from .config import env_max_steps, env_stored, get_mode
 from .training import History, _eval_schedule
@@ -192,18 +191,8 @@ def verify_file(path: Path) -> Path:
 
 def _write_json(path: Path, data) -> None:
     """Write ``data`` as JSON to ``path`` atomically (a temporary file, then a rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    text = json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    atomic_write(path, lambda f: f.write(text), binary=False)
 
 
 # ------------------------------------------------------------------------------- entries

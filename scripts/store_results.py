@@ -23,7 +23,6 @@ a time. Per metric and evaluation step the largest difference from the stored re
 are kept too: there the check is bitwise.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
