@@ -471,9 +471,9 @@ def stored_run(config, live: int = 1) -> History:
     h.check = report
     which = "member 0" if live == 1 else f"members 0..{live - 1}"
     if h.confirmed:
-        print(f"[stored] {config.cache_name()}: {n} members stored on {h.saved_at} by "
-              f"{SCRIPT}; {which} re-run now match{'es' if live == 1 else ''} "
-              f"{report.describe()}")
+        print(f"[stored] {config.cache_name()}: {n} member{'s' * (n != 1)} stored on "
+              f"{h.saved_at} by {SCRIPT}; {which} re-run now "
+              f"match{'es' if live == 1 else ''} {report.describe()}")
     h.stored = True
     h.live = now
     return h
