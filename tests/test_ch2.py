@@ -667,3 +667,23 @@ def test_sen_gap_table_and_sentence_overlap():
     assert ch2_sen.sentence_overlap(a, a[[2, 0]]) == 0.5
     with pytest.raises(ValueError, match="a and b must be"):
         ch2_sen.sentence_overlap(a, a[:, :2])
+
+
+def test_sen_gap_leaves_out_a_word_without_a_qualifying_point_wherever_it_stands():
+    """A topic word whose ‖v‖ never passes 0.1 has no gap (NaN); Python's max over the gaps
+    gave NaN when that word came first and a number otherwise (issue #29)."""
+    from attn_core.training import History
+    s = np.linspace(0.5, 3.0, 5)
+    m = 20
+    on_curve = np.sqrt(2 * (s + np.expm1(s) / m))
+    score = np.stack([s, s, s], axis=1)[None]                       # (1, E, 3 words)
+    norm = np.stack([np.full(5, 0.05), on_curve * 1.2, on_curve], axis=1)[None]
+
+    def gap(order):
+        return ch2_sen.sen_gap(History(
+            seeds=np.arange(1), data_seeds=np.arange(1), train_loss=np.zeros((1, 1)),
+            eval_steps=np.arange(5), metrics={},
+            probes={"score": score[:, :, order], "norm": norm[:, :, order]}), m)
+
+    assert gap([0, 1, 2]) == pytest.approx(0.2) == gap([1, 2, 0]) == gap([2, 0, 1])
+    assert math.isnan(gap([0, 0, 0]))                               # no word qualifies

@@ -544,8 +544,11 @@ def sen_gap(history: History, m: int) -> float:
     """S3: the largest relative gap of a run's topic-word trajectories to LMN Eq. 10, over
     every seed and topic word: :func:`~attn_core.theory.sen_relative_gap` of
     ``(score[i, :, j], norm[i, :, j])`` (points with ‖v‖ > 0.1) for all members i and topic
-    words j of the ``score``/``norm`` probes (S, E, T); ``m`` is the run's sentence length."""
-    check_history(history, probes=("score", "norm"))
-    sc, nm = history.probes["score"], history.probes["norm"]
-    return max(sen_relative_gap(sc[i, :, j], nm[i, :, j], m)
-               for i in range(sc.shape[0]) for j in range(sc.shape[2]))
+    words j of the ``score``/``norm`` probes (S, E, T); ``m`` is the run's sentence length.
+
+    NaN-aware by decision: a trajectory with no point past ‖v‖ > 0.1 has no gap to measure
+    (its ``sen_relative_gap`` is NaN) and is left out, whatever its place in the order; NaN
+    only when no trajectory has such a point (a claim on it then fails). Python's ``max``
+    over the gaps dropped such a word unless it came first."""
+    gaps = sen_gap_table(history, m)
+    return float("nan") if np.isnan(gaps).all() else float(np.nanmax(gaps))
