@@ -249,6 +249,27 @@ def _check_whole(h: History, config, name: str) -> None:
                                      f"start ({members}, {len(steps)}): refused; {fix}")
 
 
+def _load_entry(config) -> History:
+    """The stored entry of ``config``: present, matching the manifest, stored for exactly
+    this configuration and whole (:func:`_check_whole`); StoredMismatch naming the script
+    otherwise."""
+    path = stored_path(config)
+    if not path.exists():
+        raise StoredMismatch(f"no stored result for this configuration ({path.name}); run "
+                             f"{SCRIPT} to compute it")
+    verify_file(path)
+    h, info = _read_entry(path)
+    if info["meta"].get("stored_config") != config_record(config):
+        raise StoredMismatch(f"{path} was stored for another configuration; run {SCRIPT}")
+    _check_whole(h, config, path.name)
+    return h
+
+
+def _live_record(h: History, live: int) -> dict:
+    """Every metric and probe of the first ``live`` members of entry ``h``."""
+    return {k: v[:live] for g in ("metrics", "probes") for k, v in getattr(h, g).items()}
+
+
 def _same_keys(stored: dict, now: dict, name: str) -> None:
     if sorted(stored) != sorted(now):
         raise StoredMismatch(f"{name} records {sorted(stored)}; the members trained now "
@@ -447,14 +468,7 @@ def stored_run(config, live: int = 1) -> History:
     if get_mode() != "fast" or env_max_steps() is not None or env_stored() == "off":
         return config.run()
     path = stored_path(config)
-    if not path.exists():
-        raise StoredMismatch(f"no stored result for this configuration ({path.name}); run "
-                             f"{SCRIPT} to compute it")
-    verify_file(path)
-    h, info = _read_entry(path)
-    if info["meta"].get("stored_config") != config_record(config):
-        raise StoredMismatch(f"{path} was stored for another configuration; run {SCRIPT}")
-    _check_whole(h, config, path.name)
+    h = _load_entry(config)
     n = h.n_members
     if live > n:
         raise ValueError(f"live must be at most the {n} stored members; got {live}")
@@ -463,7 +477,7 @@ def stored_run(config, live: int = 1) -> History:
         raise StoredMismatch(f"{path.name}'s envelope was measured for {spec.get('live')} "
                              f"live members; asked for {live}: run {SCRIPT} --envelopes")
     now = config.first_members(live).run()
-    record = {k: v[:live] for g in ("metrics", "probes") for k, v in getattr(h, g).items()}
+    record = _live_record(h, live)
     report = check_record(path.name, record, {**now.metrics, **now.probes}, h.eval_steps,
                           spec)
     label = f"{config.cache_name()} ({path.name})"
@@ -493,12 +507,8 @@ class LiveCheck:
     def record(self):
         """(key -> stored array of the live members (live, evals, ...), eval steps): the
         entry, verified whole."""
-        path = verify_file(stored_path(self.config))
-        h, _ = _read_entry(path)
-        _check_whole(h, self.config, path.name)
-        rec = {k: v[:self.live] for g in ("metrics", "probes") for k, v in
-               getattr(h, g).items()}
-        return rec, h.eval_steps
+        h = _load_entry(self.config)
+        return _live_record(h, self.live), h.eval_steps
 
     def now(self, h: History) -> dict:
         return {**h.metrics, **h.probes}

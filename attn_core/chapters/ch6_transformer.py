@@ -52,6 +52,7 @@ from ..checks import (check_bool, check_choice, check_int, check_real, check_see
 from ..data import CopyTask
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
 from ..stored import CheckReport, config_record, verify_file
+from ..training import _eval_schedule
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
 from .ch4_copy import SUCCESS_LEVEL, CopyTraining, control
@@ -572,8 +573,7 @@ def _check_row(path, name: str, row) -> None:
     """ValueError naming the file unless ``row`` holds a value per seed and evaluation."""
     cfg = sweep_config(name)
     seeds = len(cfg.seeds)
-    steps = list(range(0, cfg.steps, cfg.eval_every))
-    steps += [cfg.steps] if steps[-1] != cfg.steps else []
+    steps = _eval_schedule(cfg.steps, cfg.eval_every)
     fix = f"run {_SWEEP_SCRIPT} --force"
     if not isinstance(row, dict) or row.get("eval_steps") != steps:
         raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
