@@ -12,13 +12,24 @@ therefore never hides the others: the reader sees the whole table, and the singl
 
     c = Claims("Chapter 4")
     c.check("P2", "permutations succeed less often than the control (difference)",
-            measured=gap, op=">=", threshold=0.4, paper="≈ 0.5")
-    c.check("P5", "proxy spread under permutations", measured=spread, op="<", threshold=1e-6)
-    c.check("M3", "random K=8 heads succeed", measured=acc_per_seed, op=">=", threshold=0.8)
-    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=late_wins,
-            measured="3/3 seeds")
+            kind="finding", measured=gap, op=">=", threshold=0.4, paper="≈ 0.5",
+            untrained=gap_at_step_0)
+    c.check("P5", "proxy spread under permutations", kind="identity", measured=spread,
+            op="<", threshold=1e-6)
+    c.holds("G6", "late: γ_L exceeds every other γ on every seed", kind="finding",
+            ok=late_wins, measured="3/3 seeds", untrained=wins_at_step_0)
     c.show()        # the evidence, as a table (shown, and returned as plain text)
-    c.assert_all()  # one AssertionError naming every failed claim; else "all 4 claims ... hold"
+    c.assert_all()  # one AssertionError naming every failed claim; else "all 3 claims ... hold"
+
+Every claim has a **kind**. A *finding* is what training (or the data) produced: a model that
+was not trained, or whose parameter the claim is about was frozen, must fail it, and the claim
+carries the value such a model gives (``untrained=``, computed by the chapter, usually from the
+evaluation at step 0). A finding whose untrained value passes its own threshold counts as failed
+(the threshold cannot tell training from no training). An *identity* is a check of the code
+against its maths or its configuration (an ODE against its closed form, a metric against its
+definition): worth keeping, but it is not evidence that training behaved as the paper says. The
+table shows the two kinds apart, and its summary counts them apart ("12 findings and 15
+identities hold").
 
 Comparisons (``op``): ``"<"``, ``"<="``, ``">"``, ``">="``, ``"=="``, ``"!="`` against a finite
 number; ``"in"`` with ``threshold=(low, high)``, the closed interval ``low <= x <= high``; and
@@ -39,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Claim", "Claims", "OPS", "format_number"]
+__all__ = ["Claim", "Claims", "KINDS", "OPS", "format_number"]
 
 #: The comparisons :meth:`Claims.check` understands.
 OPS = ("<", "<=", ">", ">=", "==", "!=", "in", "≈")
@@ -56,6 +67,13 @@ MAX_WIDTH = 84
 _HEADER = ("claim", "statement", "measured", "threshold", "paper", "")
 _GAP = "  "
 _PASS, _FAIL = "✓", "✗"
+
+#: The kinds of claim: what training found, and what only checks the code against its maths.
+KINDS = ("finding", "identity")
+_KIND_TITLES = {
+    "finding": "Findings: training produced these; an untrained model fails each",
+    "identity": "Identities: the code agrees with its maths or its configuration",
+}
 
 
 # ------------------------------------------------------------------------------- formatting
@@ -132,6 +150,11 @@ class Claim:
     compared), or, for :meth:`Claims.holds`, whatever description was given (``str`` or
     ``None`` included). ``op`` is one of :data:`OPS`, or ``"holds"`` for a boolean fact.
     ``failing`` holds the indices of the elements that failed when ``measured`` is a tuple.
+    ``kind`` is ``"finding"`` or ``"identity"``; a finding carries ``untrained``, the value a
+    model that was not trained gives (a bool for :meth:`Claims.holds`), and
+    ``untrained_passes`` says whether that value passes the claim's own test (for a sequence,
+    whether *any* element does): such a finding cannot tell training from no training, and
+    fails. ``ok`` is the measured verdict alone; ``sound`` adds the untrained check.
     """
 
     id: str
@@ -142,6 +165,28 @@ class Claim:
     paper: str | None
     ok: bool
     failing: tuple[int, ...] = ()
+    kind: str = "identity"
+    untrained: Any = None
+    untrained_passes: bool = False
+
+    @property
+    def sound(self) -> bool:
+        """False for a finding that an untrained model passes."""
+        return not (self.kind == "finding" and self.untrained_passes)
+
+    @property
+    def holds_up(self) -> bool:
+        """The claim held, and (for a finding) an untrained model fails it."""
+        return self.ok and self.sound
+
+    @property
+    def untrained_text(self) -> str:
+        if self.kind != "finding":
+            return ""
+        u = self.untrained
+        if self.op == _HOLDS:
+            return "holds" if u else "fails"
+        return _format_values(u) if isinstance(u, tuple) else format_number(u)
 
     @property
     def measured_text(self) -> str:
@@ -184,7 +229,13 @@ class Claim:
                 need += f" for every element; fails at {bad}{more}"
         if self.paper is not None:
             need += f"; paper: {self.paper}"
-        lines.append("    " + need)
+        if not self.ok:
+            lines.append("    " + need)
+        if not self.sound:
+            lines.append(f"    a finding that an untrained model passes (untrained: "
+                         f"{self.untrained_text}, needs to fail {self.threshold_text}): it "
+                         "cannot tell training from none -- mark it an identity, or choose a "
+                         "threshold that an untrained model fails")
         return "\n".join(lines)
 
 
@@ -254,6 +305,30 @@ def _check_threshold(op: str, threshold) -> float | tuple[float, float]:
         raise ValueError(f"threshold for op {op!r} must be a finite real number; got {threshold}")
     return int(threshold) if isinstance(threshold, (numbers.Integral, np.integer)) \
         else float(threshold)
+
+
+def _check_kind(kind, untrained, *, holds: bool):
+    """Validate ``kind`` and the ``untrained`` value that a finding must carry."""
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(repr(k) for k in KINDS)}; got "
+                         f"{kind!r} ('finding': training produced it and an untrained model "
+                         "fails it; 'identity': the code against its maths or configuration)")
+    if kind == "identity":
+        if untrained is not None:
+            raise ValueError("untrained is given only for kind='finding'; an identity does not "
+                             f"depend on training (got untrained={untrained!r:.60})")
+        return None
+    if untrained is None:
+        raise TypeError("a claim of kind='finding' needs untrained=: the value a model that "
+                        "was not trained (step 0, or its parameter frozen) gives"
+                        + (" -- a bool, whether the fact holds for it" if holds else ""))
+    if holds:
+        if not isinstance(untrained, (bool, np.bool_)):
+            raise TypeError(f"untrained must be a bool for Claims.holds (whether the fact holds "
+                            f"for an untrained model); got {type(untrained).__name__} "
+                            f"{untrained!r:.60}")
+        return bool(untrained)
+    return _check_measured(untrained, "untrained")
 
 
 def _check_paper(paper) -> str | None:
@@ -327,33 +402,46 @@ class Claims:
         self._rows: list[Claim] = []
 
     # ----------------------------------------------------------------------------- recording
-    def check(self, id: str, statement: str, *, measured, op: str, threshold,
-              paper: str | float | None = None) -> Claim:
-        """Record the claim ``measured <op> threshold`` (for every element of a sequence)."""
+    def check(self, id: str, statement: str, *, kind: str, measured, op: str, threshold,
+              paper: str | float | None = None, untrained=None) -> Claim:
+        """Record the claim ``measured <op> threshold`` (for every element of a sequence).
+
+        ``kind`` is ``"finding"`` (then ``untrained``, the value an untrained model gives, is
+        required and must fail the same test) or ``"identity"``."""
         id, statement = self._check_new(id, statement)
         if not isinstance(op, str) or op not in OPS:
             raise ValueError(f"op must be one of {', '.join(repr(o) for o in OPS)}; got {op!r}")
         value = _check_measured(measured)
         threshold = _check_threshold(op, threshold)
         paper = _check_paper(paper)
+        untrained = _check_kind(kind, untrained, holds=False)
         values = np.atleast_1d(np.asarray(value, dtype=float))
         passed = _compare(values, op, threshold)
         failing = tuple(int(i) for i in np.flatnonzero(~passed)) if isinstance(value, tuple) else ()
-        claim = Claim(id, statement, value, op, threshold, paper, bool(passed.all()), failing)
+        untrained_passes = False
+        if untrained is not None:
+            u = np.atleast_1d(np.asarray(untrained, dtype=float))
+            untrained_passes = bool(_compare(u, op, threshold).any())
+        claim = Claim(id, statement, value, op, threshold, paper, bool(passed.all()), failing,
+                      kind, untrained, untrained_passes)
         self._rows.append(claim)
         return claim
 
-    def holds(self, id: str, statement: str, *, ok, measured=None,
-              paper: str | float | None = None) -> Claim:
+    def holds(self, id: str, statement: str, *, kind: str, ok, measured=None,
+              paper: str | float | None = None, untrained=None) -> Claim:
         """Record a claim that is a boolean fact (``ok``), with an optional description of the
-        evidence in ``measured`` (a str such as ``"3/3 seeds"``, a number or numbers, or None)."""
+        evidence in ``measured`` (a str such as ``"3/3 seeds"``, a number or numbers, or None).
+        A ``kind="finding"`` needs ``untrained``: whether the fact holds for an untrained model
+        (it must not)."""
         id, statement = self._check_new(id, statement)
         if not isinstance(ok, (bool, np.bool_)):
             raise TypeError(f"ok must be a bool; got {type(ok).__name__} {ok!r:.80} "
                             "(reduce arrays with .all() or .any() first)")
         if measured is not None and not isinstance(measured, str):
             measured = _check_measured(measured)
-        claim = Claim(id, statement, measured, _HOLDS, None, _check_paper(paper), bool(ok))
+        untrained = _check_kind(kind, untrained, holds=True)
+        claim = Claim(id, statement, measured, _HOLDS, None, _check_paper(paper), bool(ok), (),
+                      kind, untrained, bool(untrained))
         self._rows.append(claim)
         return claim
 
@@ -372,20 +460,46 @@ class Claims:
 
     @property
     def failed(self) -> list[Claim]:
-        return [r for r in self._rows if not r.ok]
+        """The claims that did not hold, and the findings that an untrained model passes."""
+        return [r for r in self._rows if not r.holds_up]
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def __repr__(self) -> str:
-        n = len(self._rows)
-        return f"Claims({self.title!r}: {n - len(self.failed)}/{n} hold)"
+        return f"Claims({self.title!r}: {self.summary()})"
+
+    def _by_kind(self) -> dict[str, list[Claim]]:
+        return {k: [r for r in self._rows if r.kind == k] for k in KINDS}
+
+    def summary(self, counts_only: bool = False) -> str:
+        """"12 findings and 15 identities hold", or "11 of 12 findings and 15 of 15 identities
+        hold" when some fail; with ``counts_only`` without the verb."""
+        groups = self._by_kind()
+        all_hold = not self.failed
+        parts = []
+        for kind, rows in groups.items():
+            if not rows:
+                continue
+            n, ok = len(rows), sum(r.holds_up for r in rows)
+            noun = kind if n == 1 else ("findings" if kind == "finding" else "identities")
+            parts.append(f"{n} {noun}" if all_hold else f"{ok} of {n} {noun}")
+        if not parts:
+            return "no claims"
+        if not counts_only:
+            parts[-1] += " holds" if len(self._rows) == 1 and all_hold else " hold"
+        return " and ".join(parts)
+
+    def _ordered(self) -> list[Claim]:
+        groups = self._by_kind()
+        return [r for k in KINDS for r in groups[k]]
 
     def table(self) -> str:
         """The evidence as plain text, one claim a row, no row wider than :data:`MAX_WIDTH`."""
+        ordered = self._ordered()
         cells = [_HEADER] + [
             (r.id, r.statement, r.measured_text, r.threshold_text, r.paper or "",
-             _PASS if r.ok else _FAIL) for r in self._rows]
+             _PASS if r.holds_up else _FAIL) for r in ordered]
         caps = list(_WIDTHS)
         has_paper = any(row[4] for row in cells[1:])
         if not has_paper:  # no paper values: the statement gets the paper column's room
@@ -397,26 +511,37 @@ class Claims:
             widths = widths[:4] + widths[5:]
         lines = [(_GAP.join(c.ljust(w) for c, w in zip(row[:-1], widths[:-1])) + " " + row[-1])
                  .rstrip() for row in cells]
-        n = len(self._rows)
-        head = f"{self.title}: {n - len(self.failed)} of {n} claims hold{_smoke_note()}"
         rule = "-" * max(len(line) for line in lines)
-        return "\n".join([head, rule, lines[0], rule, *lines[1:], rule])
+        body, previous = [], None
+        for r, line in zip(ordered, lines[1:]):
+            if r.kind != previous:
+                body.append(_fit(_KIND_TITLES[r.kind], MAX_WIDTH))
+                previous = r.kind
+            body.append(line)
+        head = f"{self.title}: {self.summary()}{_smoke_note()}"
+        return "\n".join([head, rule, lines[0], rule, *body, rule])
 
     def html(self) -> str:
         """The evidence as an HTML table (class ``attn-claims``): every statement in full."""
         esc = _html.escape
-        n = len(self._rows)
         has_paper = any(r.paper for r in self._rows)
-        head = ["claim", "statement", "measured", "threshold"] + (["paper"] if has_paper else [])
-        rows = []
-        for r in self._rows:
+        has_untrained = any(r.kind == "finding" for r in self._rows)
+        head = (["claim", "statement", "measured", "threshold"]
+                + (["untrained"] if has_untrained else []) + (["paper"] if has_paper else []))
+        rows, previous = [], None
+        for r in self._ordered():
+            if r.kind != previous:
+                rows.append(f'<tr class="attn-claim-kind"><th colspan="{len(head) + 1}">'
+                            f'{esc(_KIND_TITLES[r.kind])}</th></tr>')
+                previous = r.kind
             cells = [r.id, r.statement, r.measured_text, r.threshold_text]
+            cells += [r.untrained_text] if has_untrained else []
             cells += [r.paper or ""] if has_paper else []
-            mark = (f'<td class="attn-claim-{"ok" if r.ok else "failed"}">'
-                    f'{_PASS if r.ok else _FAIL}</td>')
-            rows.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + mark + "</tr>")
-        caption = esc(f"{self.title}: {n - len(self.failed)} of {n} claims hold"
-                      f"{_smoke_note()}")
+            mark = (f'<td class="attn-claim-{"ok" if r.holds_up else "failed"}">'
+                    f'{_PASS if r.holds_up else _FAIL}</td>')
+            rows.append(f'<tr class="attn-claim-{r.kind}">'
+                        + "".join(f"<td>{esc(c)}</td>" for c in cells) + mark + "</tr>")
+        caption = esc(f"{self.title}: {self.summary()}{_smoke_note()}")
         return (f'<table class="attn-claims"><caption>{caption}</caption><thead><tr>'
                 + "".join(f"<th>{h}</th>" for h in head) + "<th></th></tr></thead><tbody>"
                 + "".join(rows) + "</tbody></table>")
@@ -451,5 +576,6 @@ class Claims:
         failed = self.failed
         if failed:
             report = "\n".join(r.describe() for r in failed)
-            raise AssertionError(f"{len(failed)} of {n} claims of {self.title} fail:\n{report}")
-        print(f"all {n} claims of {self.title} hold")
+            raise AssertionError(f"{len(failed)} of {n} claims of {self.title} fail "
+                                 f"({self.summary()}):\n{report}")
+        print(f"all {n} claims of {self.title} hold: {self.summary(counts_only=True)}")

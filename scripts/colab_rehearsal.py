@@ -190,7 +190,7 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
     if not seen["attn_core"].startswith(venv):
         problems.append(f"attn_core came from {seen['attn_core']}, not the new environment "
                         f"{venv}")
-    held = [x for x in text.splitlines() if re.match(r"all \d+ claims of .+ hold$", x.strip())]
+    held = [x for x in text.splitlines() if re.match(r"all \d+ claims of .+ hold\b", x.strip())]
     if not held:
         problems.append("no claims summary ('all N claims of ... hold') in the chapter's "
                         "output")

@@ -11,7 +11,7 @@ from attn_core.claims import OPS, Claims, format_number
 
 def _ok(measured, op, threshold) -> bool:
     c = Claims("t")
-    return c.check("X1", "s", measured=measured, op=op, threshold=threshold).ok
+    return c.check("X1", "s", kind="identity", measured=measured, op=op, threshold=threshold).ok
 
 
 # ----------------------------------------------------------------------------- comparisons
@@ -60,7 +60,7 @@ def test_arrays_need_every_element():
     assert _ok(np.array([[0.9, 1.0], [0.85, 0.8]]), ">=", 0.8)
     assert _ok((0.2, 0.3), "in", (0.2, 0.3))
     c = Claims("t")
-    bad = c.check("M3", "random heads succeed", measured=[1.0, 0.7, 0.9, 0.6], op=">=",
+    bad = c.check("M3", "random heads succeed", kind="identity", measured=[1.0, 0.7, 0.9, 0.6], op=">=",
                   threshold=0.8)
     assert not bad.ok
     assert bad.failing == (1, 3)
@@ -84,10 +84,11 @@ def _chapter4(p2: float, g6_ok: bool, g6_seeds: str) -> Claims:
     """Four claims like a chapter's (M3 always fails on its 0.7)."""
     c = Claims("Chapter 4")
     c.check("P2", "permutations succeed less often than the control (difference)",
-            measured=p2, op=">=", threshold=0.4, paper="≈ 0.5")
-    c.check("P5", "proxy spread under permutations", measured=3e-9, op="<", threshold=1e-6)
-    c.check("M3", "random K=8 heads succeed", measured=[1.0, 0.7], op=">=", threshold=0.8)
-    c.holds("G6", "late: γ_L exceeds every other γ on every seed", ok=g6_ok, measured=g6_seeds)
+            kind="finding", measured=p2, op=">=", threshold=0.4, paper="≈ 0.5", untrained=0.0)
+    c.check("P5", "proxy spread under permutations", kind="identity", measured=3e-9, op="<", threshold=1e-6)
+    c.check("M3", "random K=8 heads succeed", kind="identity", measured=[1.0, 0.7], op=">=", threshold=0.8)
+    c.holds("G6", "late: γ_L exceeds every other γ on every seed", kind="finding", ok=g6_ok,
+            measured=g6_seeds, untrained=False)
     return c
 
 
@@ -97,7 +98,7 @@ def test_assert_all_lists_every_failure():
     with pytest.raises(AssertionError) as err:
         c.assert_all()
     msg = str(err.value)
-    assert "3 of 4 claims of Chapter 4 fail" in msg
+    assert "3 of 4 claims of Chapter 4 fail (0 of 2 findings and 1 of 2 identities hold)" in msg
     for claim_id in ("P2:", "M3:", "G6:"):
         assert claim_id in msg
     assert "P5" not in msg
@@ -110,8 +111,8 @@ def test_assert_all_lists_every_failure():
 
 def test_assert_all_passes_and_says_so(capsys):
     c = Claims("Chapter 2")
-    c.check("S1", "loss falls", measured=[0.1, 0.2], op="<", threshold=0.5)
-    c.holds("S2", "the gate opens", ok=np.bool_(True))
+    c.check("S1", "loss falls", kind="identity", measured=[0.1, 0.2], op="<", threshold=0.5)
+    c.holds("S2", "the gate opens", kind="identity", ok=np.bool_(True))
     assert c.failed == []
     c.assert_all()
     assert "all 2 claims of Chapter 2 hold" in capsys.readouterr().out
@@ -133,7 +134,7 @@ def test_table_marks_the_right_rows(capsys):
     c = _chapter4(p2=0.6, g6_ok=True, g6_seeds="3/3 seeds")
     text = c.show()
     assert capsys.readouterr().out.strip() == text.strip()  # printed, and returned
-    assert text.splitlines()[0] == "Chapter 4: 3 of 4 claims hold"
+    assert text.splitlines()[0] == "Chapter 4: 2 of 2 findings and 1 of 2 identities hold"
     for claim_id in ("P2", "P5", "G6"):
         assert _row(text, claim_id).endswith("✓") and "✗" not in _row(text, claim_id)
     assert _row(text, "M3").endswith("✗") and "✓" not in _row(text, "M3")
@@ -145,9 +146,9 @@ def test_table_marks_the_right_rows(capsys):
 
 def test_table_fits_a_book_column():
     c = Claims("Chapter 9")
-    c.check("LONG1", "a statement far too long for the column " * 4, measured=np.linspace(0, 1, 50),
+    c.check("LONG1", "a statement far too long for the column " * 4, kind="identity", measured=np.linspace(0, 1, 50),
             op="in", threshold=(-0.123456, 0.98765), paper="0.5 in the paper, table 3, row 7")
-    c.check("N", "some nan", measured=[0.5, float("nan"), 0.9, 0.8, 0.7, 0.6], op=">", threshold=0)
+    c.check("N", "some nan", kind="identity", measured=[0.5, float("nan"), 0.9, 0.8, 0.7, 0.6], op=">", threshold=0)
     text = c.show()
     from attn_core.claims import MAX_WIDTH
     assert MAX_WIDTH <= 85           # the book's column shows 85 characters of output
@@ -162,19 +163,19 @@ def test_table_fits_a_book_column():
 
 def test_paper_column_dropped_when_no_claim_has_one():
     c = Claims("t")
-    c.check("A", "s", measured=1, op="==", threshold=1)
+    c.check("A", "s", kind="identity", measured=1, op="==", threshold=1)
     assert "paper" not in c.table()
-    c.check("B", "s", measured=1, op="==", threshold=1, paper=0.93)
+    c.check("B", "s", kind="identity", measured=1, op="==", threshold=1, paper=0.93)
     assert "paper" in c.table() and "0.93" in _row(c.table(), "B")
 
 
 def test_rows_are_records():
     c = Claims("t")
-    c.check("A", "s", measured=2, op="in", threshold=(1, 3), paper=2.0)
+    c.check("A", "s", kind="identity", measured=2, op="in", threshold=(1, 3), paper=2.0)
     (r,) = c.rows
     assert (r.id, r.statement, r.measured, r.op, r.threshold, r.paper, r.ok) == \
         ("A", "s", 2, "in", (1.0, 3.0), "2", True)
-    assert len(c) == 1 and "1/1 hold" in repr(c)
+    assert len(c) == 1 and "1 identity holds" in repr(c)
 
 
 @pytest.mark.parametrize("x, text", [
@@ -192,7 +193,7 @@ def test_format_number(x, text):
 @pytest.mark.parametrize("op", ["=>", "approx", "", None, "<<"])
 def test_unknown_op_rejected(op):
     with pytest.raises(ValueError, match="op must be one of") as err:
-        Claims("t").check("A", "s", measured=1.0, op=op, threshold=1.0)
+        Claims("t").check("A", "s", kind="identity", measured=1.0, op=op, threshold=1.0)
     for allowed in OPS:
         assert repr(allowed) in str(err.value)
 
@@ -201,13 +202,13 @@ def test_unknown_op_rejected(op):
                                       1 + 2j, object(), {0.5}])
 def test_bad_measured_rejected(measured):
     with pytest.raises(TypeError, match="measured must be a real number"):
-        Claims("t").check("A", "s", measured=measured, op="<", threshold=1.0)
+        Claims("t").check("A", "s", kind="identity", measured=measured, op="<", threshold=1.0)
 
 
 @pytest.mark.parametrize("measured", [[], np.array([]), ()])
 def test_empty_measured_rejected(measured):
     with pytest.raises(ValueError, match="measured must be a non-empty"):
-        Claims("t").check("A", "s", measured=measured, op="<", threshold=1.0)
+        Claims("t").check("A", "s", kind="identity", measured=measured, op="<", threshold=1.0)
 
 
 @pytest.mark.parametrize("op, threshold, exc", [
@@ -219,46 +220,119 @@ def test_empty_measured_rejected(measured):
 ])
 def test_bad_threshold_rejected(op, threshold, exc):
     with pytest.raises(exc, match="threshold for op"):
-        Claims("t").check("A", "s", measured=0.5, op=op, threshold=threshold)
+        Claims("t").check("A", "s", kind="identity", measured=0.5, op=op, threshold=threshold)
 
 
 @pytest.mark.parametrize("claim_id", ["", "   ", None, 2])
 def test_bad_id_rejected(claim_id):
     with pytest.raises(TypeError, match="id must be a non-empty str"):
-        Claims("t").check(claim_id, "s", measured=1.0, op="<", threshold=2.0)
+        Claims("t").check(claim_id, "s", kind="identity", measured=1.0, op="<", threshold=2.0)
 
 
 def test_bad_statement_title_paper_ok_rejected():
     with pytest.raises(TypeError, match="statement must be a non-empty str"):
-        Claims("t").check("A", "", measured=1.0, op="<", threshold=2.0)
+        Claims("t").check("A", "", kind="identity", measured=1.0, op="<", threshold=2.0)
     with pytest.raises(TypeError, match="title must be a non-empty str"):
         Claims("")
     with pytest.raises(TypeError, match="paper must be"):
-        Claims("t").check("A", "s", measured=1.0, op="<", threshold=2.0, paper=[0.5])
+        Claims("t").check("A", "s", kind="identity", measured=1.0, op="<", threshold=2.0, paper=[0.5])
     with pytest.raises(TypeError, match="ok must be a bool"):
-        Claims("t").holds("A", "s", ok=np.array([True, False]))
+        Claims("t").holds("A", "s", kind="identity", ok=np.array([True, False]))
     with pytest.raises(TypeError, match="ok must be a bool"):
-        Claims("t").holds("A", "s", ok=1)
+        Claims("t").holds("A", "s", kind="identity", ok=1)
 
 
 def test_duplicate_claim_rejected_but_shared_id_allowed():
     c = Claims("t")
-    c.check("P2", "early gap", measured=0.6, op=">=", threshold=0.4)
-    c.check("P2", "late gap", measured=0.2, op="<", threshold=0.4)  # same id, other statement
+    c.check("P2", "early gap", kind="identity", measured=0.6, op=">=", threshold=0.4)
+    c.check("P2", "late gap", kind="identity", measured=0.2, op="<", threshold=0.4)  # same id, other statement
     with pytest.raises(ValueError, match="duplicate claim"):
-        c.check("P2", "early gap", measured=0.7, op=">=", threshold=0.4)
+        c.check("P2", "early gap", kind="identity", measured=0.7, op=">=", threshold=0.4)
     with pytest.raises(ValueError, match="duplicate claim"):
-        c.holds("P2", "late gap", ok=True)
+        c.holds("P2", "late gap", kind="identity", ok=True)
     assert len(c) == 2  # the rejected claims were not recorded
 
 
 def test_html_table_shows_every_statement_whole_and_escaped():
     c = Claims("Chapter 9")
     long = "a statement far too long for the text table's column, with <angle> & α ≤ β"
-    c.check("X1", long, measured=0.5, op=">", threshold=0.4, paper="≈ 0.5")
-    c.check("X2", "fails", measured=0.1, op=">", threshold=0.4)
+    c.check("X1", long, kind="identity", measured=0.5, op=">", threshold=0.4, paper="≈ 0.5")
+    c.check("X2", "fails", kind="identity", measured=0.1, op=">", threshold=0.4)
     html = c.html()
-    assert 'class="attn-claims"' in html and "Chapter 9: 1 of 2 claims hold" in html
+    assert 'class="attn-claims"' in html and "Chapter 9: 1 of 2 identities hold" in html
     assert "with &lt;angle&gt; &amp; α ≤ β" in html            # whole, escaped
     assert html.count("attn-claim-ok") == 1 and html.count("attn-claim-failed") == 1
     assert "<th>paper</th>" in html and "≈ 0.5" in html
+
+
+# ---------------------------------------------------------------------------------- kinds
+
+def test_kind_is_required_and_checked():
+    with pytest.raises(TypeError, match="kind"):
+        Claims("t").check("A", "s", measured=1.0, op="<", threshold=2.0)
+    for bad in ("Finding", "evidence", "", None, 1):
+        with pytest.raises(ValueError, match="kind must be one of 'finding', 'identity'"):
+            Claims("t").check("A", "s", kind=bad, measured=1.0, op="<", threshold=2.0)
+        with pytest.raises(ValueError, match="kind must be one of 'finding', 'identity'"):
+            Claims("t").holds("A", "s", kind=bad, ok=True)
+
+
+def test_a_finding_needs_its_untrained_value_and_an_identity_has_none():
+    with pytest.raises(TypeError, match="kind='finding' needs untrained="):
+        Claims("t").check("A", "s", kind="finding", measured=0.9, op=">", threshold=0.8)
+    with pytest.raises(TypeError, match="kind='finding' needs untrained=.*a bool"):
+        Claims("t").holds("A", "s", kind="finding", ok=True)
+    with pytest.raises(TypeError, match="untrained must be a bool"):
+        Claims("t").holds("A", "s", kind="finding", ok=True, untrained=0)
+    with pytest.raises(TypeError, match="untrained must be a real number"):
+        Claims("t").check("A", "s", kind="finding", measured=0.9, op=">", threshold=0.8,
+                          untrained="0.1")
+    with pytest.raises(ValueError, match="untrained is given only for kind='finding'"):
+        Claims("t").check("A", "s", kind="identity", measured=0.9, op=">", threshold=0.8,
+                          untrained=0.1)
+
+
+def test_a_finding_an_untrained_model_passes_fails():
+    c = Claims("Chapter 9")
+    good = c.check("F1", "final accuracy", kind="finding", measured=[0.99, 0.98], op=">",
+                   threshold=0.95, untrained=[0.5, 0.51])
+    weak = c.check("F2", "attention below a half", kind="finding", measured=0.1, op="<",
+                   threshold=0.5, untrained=0.1)
+    one_seed = c.check("F3", "loss fell", kind="finding", measured=[0.1, 0.2], op="<",
+                       threshold=0.5, untrained=[2.3, 0.4])   # one untrained seed passes
+    fact = c.holds("F4", "attention passes 2/L", kind="finding", ok=True, untrained=True)
+    assert good.holds_up and good.untrained == (0.5, 0.51) and not good.untrained_passes
+    for r in (weak, one_seed, fact):
+        assert r.ok and r.untrained_passes and not r.sound and not r.holds_up
+    assert [r.id for r in c.failed] == ["F2", "F3", "F4"]
+    assert c.summary() == "1 of 4 findings hold"
+    with pytest.raises(AssertionError) as err:
+        c.assert_all()
+    msg = str(err.value)
+    assert "a finding that an untrained model passes (untrained: 0.1, needs to fail < 0.5)" in msg
+    assert "untrained: [2.3, 0.4]" in msg and "untrained: holds" in msg
+    assert "F1" not in msg
+    assert "measured" not in msg  # they held; only the untrained check failed
+
+
+def test_table_and_summary_keep_findings_and_identities_apart(capsys):
+    c = Claims("Chapter 9")
+    c.check("I1", "ODE against its closed form", kind="identity", measured=1e-9, op="<",
+            threshold=1e-6)
+    c.check("F1", "final accuracy", kind="finding", measured=0.99, op=">", threshold=0.95,
+            untrained=0.5)
+    c.holds("F2", "attention ends on the keyword", kind="finding", ok=True, untrained=False)
+    text = c.table()
+    lines = text.splitlines()
+    assert lines[0] == "Chapter 9: 2 findings and 1 identity hold"
+    f, i = lines.index(next(x for x in lines if x.startswith("Findings"))), \
+        lines.index(next(x for x in lines if x.startswith("Identities")))
+    assert f < lines.index(_row(text, "F1")) < lines.index(_row(text, "F2")) < i \
+        < lines.index(_row(text, "I1"))           # grouped by kind, in order within a kind
+    html = c.html()
+    assert "<th>untrained</th>" in html and "<td>0.5</td>" in html and "<td>fails</td>" in html
+    assert html.index("Findings") < html.index("F1") < html.index("Identities") \
+        < html.index("I1")
+    assert 'class="attn-claim-finding"' in html and 'class="attn-claim-identity"' in html
+    c.assert_all()
+    assert "all 3 claims of Chapter 9 hold: 2 findings and 1 identity" in capsys.readouterr().out

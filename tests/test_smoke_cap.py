@@ -72,7 +72,7 @@ def test_a_smoke_run_is_never_cached_nor_loaded(monkeypatch, tmp_path, capsys):
 
 def test_claims_of_a_smoke_run_are_shown_labelled_but_not_asserted(monkeypatch, capsys):
     c = Claims("Chapter X")
-    c.check("P1", "a number that is too small", measured=0.1, op=">=", threshold=0.5)
+    c.check("P1", "a number that is too small", kind="identity", measured=0.1, op=">=", threshold=0.5)
     monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
     with pytest.raises(AssertionError, match="1 of 1 claims of Chapter X fail"):
         c.assert_all()
