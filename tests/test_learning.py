@@ -7,7 +7,9 @@ For each chapter notebook:
   stub that raises ``NotImplementedError`` and calls its checker, and a solution cell collapsed
   in the book (tag ``hide-input``) that calls the same checker with ``solution=True``;
 - every checker of the chapter's exercise module is used that way;
-- a ``## Summary`` at the end that points to the next chapter.
+- a ``## Summary`` at the end that points to the next chapter;
+- every claim of the claims cell has a kind, and every finding computes its untrained value
+  (issue #29; :mod:`attn_core.claims` fails a finding that the untrained value passes).
 """
 
 from __future__ import annotations
@@ -115,3 +117,54 @@ def test_chapter_ends_with_a_summary(path):
     summary = [s for s in md if s.lstrip().startswith("## Summary")]
     assert summary, f"{path.name}: no '## Summary' section"
     assert "Next" in summary[-1], f"{path.name}: the summary must say what comes next"
+
+
+# ---------------------------------------------------------------------- claims' kinds (#29)
+
+def _claim_calls(path: Path):
+    """Every ``<x>.check(...)``/``<x>.holds(...)`` call with a catalogue id, in code cells."""
+    import ast
+    for cell in _cells(path):
+        if cell["cell_type"] != "code":
+            continue
+        src = "\n".join(line for line in _src(cell).splitlines()
+                        if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(src)):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("check", "holds") and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                    and any(k.arg in ("measured", "ok") for k in node.keywords)):
+                yield node
+
+
+def _is_literal(node) -> bool:
+    """A number, a bool, or a tuple/list of them: typed in, not computed."""
+    import ast
+    if isinstance(node, ast.UnaryOp):
+        return _is_literal(node.operand)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_is_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_claim_has_a_kind_and_findings_compute_their_untrained_value(path):
+    """Each claim says whether it is a finding or an identity; each finding's untrained value
+    is computed by the chapter (a literal would pass off a typed number as a measurement)."""
+    import ast
+    calls = list(_claim_calls(path))
+    assert calls, f"{path.name}: no claims found"
+    kinds = []
+    for node in calls:
+        kw = {k.arg: k.value for k in node.keywords}
+        where = f"{path.name}: claim {node.args[0].value!r}"
+        assert "kind" in kw and isinstance(kw["kind"], ast.Constant) \
+            and kw["kind"].value in ("finding", "identity"), \
+            f"{where} needs kind='finding' or kind='identity' (a literal)"
+        kinds.append(kw["kind"].value)
+        if kw["kind"].value == "finding":
+            assert "untrained" in kw, f"{where} is a finding without untrained="
+            assert not _is_literal(kw["untrained"]), \
+                f"{where}: untrained= is typed in; compute it from an untrained model"
+    assert "finding" in kinds, f"{path.name}: no claim is a finding"
