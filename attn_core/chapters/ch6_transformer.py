@@ -52,16 +52,17 @@ from ..checks import (check_bool, check_choice, check_int, check_real, check_see
 from ..data import CopyTask
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
 from ..stored import CheckReport, config_record, verify_file
-from ..training import _eval_schedule
+from ..training import _eval_schedule, _eval_seed
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
-from .ch4_copy import SUCCESS_LEVEL, CopyTraining, control
+from .ch4_copy import PERMUTATION_LONG, SUCCESS_LEVEL, CopyTraining, control, copy_probe
 
 __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "StackedTransformer", "TransformerCopyConfig", "sinusoidal_positions",
            "TRANSFORMER_BASE", "SWEEP_CONDITIONS", "sweep_config", "load_sweep",
            "LIVE_CONDITIONS", "sweep_row", "live_config", "stored_configs", "check_live",
-           "SUCCESS_LEVEL"]
+           "SUCCESS_LEVEL", "initial_evaluation", "check_initial", "lstm_reference",
+           "first_step_push", "PUSH_GROUPS", "fisher_exact"]
 
 #: How positions reach the model (see the module docstring).
 POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
@@ -148,9 +149,12 @@ class TransformerSeq2Seq(nn.Module):
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
                  positions: str = "learned", norm: str = "pre", attention: str = "learned",
-                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True):
+                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True,
+                 emb_std: float = 1.0):
         super().__init__()
         self.vocab = check_int("vocab", vocab, 2)
+        # the word embeddings' initial scale (PyTorch's nn.Embedding: N(0, 1))
+        self.emb_std = check_real("emb_std", emb_std, 0.0)
         # the learned positions' initial scale, against the token embeddings' N(0, 1)
         self.pos_std = check_real("pos_std", pos_std, 0.0)
         # one table of learned positions for both sides, or the decoder its own
@@ -309,13 +313,13 @@ class StackedTransformer(StackedModule):
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
                  positions: str = "learned", norm: str = "pre", attention: str = "learned",
                  max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True,
-                 seeds: Sequence[int] = (0,)):
+                 emb_std: float = 1.0, seeds: Sequence[int] = (0,)):
         super().__init__()
         self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
         kwargs = dict(vocab=vocab, d_model=d_model, heads=heads, d_ff=d_ff,
                       positions=positions, norm=norm, attention=attention, max_len=max_len,
-                      pos_std=pos_std, shared_positions=shared_positions)
+                      pos_std=pos_std, shared_positions=shared_positions, emb_std=emb_std)
         base = TransformerSeq2Seq(**kwargs)
         self.vocab, self.heads, self.attention = base.vocab, base.heads, base.attention
         # the readable module, not registered: its parameters are replaced by each member's
@@ -385,7 +389,8 @@ class _Probe(nn.Module):
 def _draw(base: nn.Module, g: torch.Generator) -> dict[str, Tensor]:
     """One member's parameters: PyTorch's default initialisation of each of ``base``'s
     parameters, drawn in the order of ``named_modules`` from ``g`` (the decoder's own
-    positions, if any, last): Linear weight and bias U(±1/√fan_in), Embedding N(0, 1),
+    positions, if any, last): Linear weight and bias U(±1/√fan_in), Embedding
+    N(0, emb_std²) (PyTorch's N(0, 1) by default),
     learned positions N(0, pos_std²), LayerNorm 1 and 0, the relative-position biases 0."""
     params = [(f"{mod_name}.{p_name}" if mod_name else p_name, mod, p_name, p)
               for mod_name, mod in base.named_modules()
@@ -400,7 +405,7 @@ def _draw(base: nn.Module, g: torch.Generator) -> dict[str, Tensor]:
         elif isinstance(mod, nn.LayerNorm):
             t.fill_(1.0 if p_name == "weight" else 0.0)
         elif isinstance(mod, nn.Embedding):
-            t.normal_(0.0, 1.0, generator=g)
+            t.normal_(0.0, base.emb_std, generator=g)
         elif p_name in ("pos", "pos_dec"):
             t.normal_(0.0, base.pos_std, generator=g)
         else:  # rel
@@ -432,7 +437,7 @@ class TransformerCopyConfig(CopyTraining, Experiment):
     as chapter 4's (:class:`~attn_core.chapters.ch4_copy.CopyTraining`)."""
 
     name = "transformer"
-    nonnegative_floats = ("pos_std",)
+    nonnegative_floats = ("pos_std", "emb_std")
 
     length: int = 20
     vocab: int | None = None
@@ -444,6 +449,7 @@ class TransformerCopyConfig(CopyTraining, Experiment):
     positions: str = "learned"
     pos_std: float = 1.0
     shared_positions: bool = True
+    emb_std: float = 1.0
     norm: str = "pre"
     attention: str = "learned"
     batch_size: int = 32
@@ -474,7 +480,16 @@ class TransformerCopyConfig(CopyTraining, Experiment):
                                  positions=self.positions, norm=self.norm,
                                  attention=self.attention, pos_std=self.pos_std,
                                  shared_positions=self.shared_positions,
-                                 max_len=max(64, task.length + 2))
+                                 emb_std=self.emb_std, max_len=max(64, task.length + 2))
+
+    def cache_config(self) -> dict:
+        """Every field, except ``emb_std`` at its default 1.0: the field was added after the
+        stored results (#29), and a record without it is the N(0, 1) words they were
+        computed with, so their records and file names stay what they were."""
+        out = super().cache_config()
+        if out["emb_std"] == 1.0:
+            del out["emb_std"]
+        return out
 
     def cache_name(self) -> str:
         return f"{self.name}-{self.positions}"
@@ -516,6 +531,12 @@ SWEEP_CONDITIONS = {
     "pos_std 0.1": ({"pos_std": 0.1}, "permutation"),
     "sinusoidal": ({"positions": "sinusoidal"}, "permutation"),
     "relative": ({"positions": "relative"}, "permutation"),
+    # added for #29: one head, to compare like with like with chapter 4's one-head LSTM,
+    # and words as small as the positions (the common N(0, 0.02²) of both)
+    "1 head": ({"heads": 1}, "permutation"),
+    "1 head, control": ({"heads": 1}, "control"),
+    "1 head, small positions": ({"heads": 1, "pos_std": 0.02}, "permutation"),
+    "small words and positions": ({"emb_std": 0.02, "pos_std": 0.02}, "permutation"),
 }
 
 #: Where the stored sweep lives (written by ``benchmarks/ch6_prototype/sweep.py``).
@@ -666,3 +687,149 @@ def check_live(live: dict) -> CheckReport | None:
     worst = max(reports, key=lambda r: r.ratio)
     worst.confirmed = all(getattr(h, "confirmed", False) for h in live.values())
     return worst
+
+
+# ------------------------------------------------------------- step 0, without training
+def initial_evaluation(cfg: TransformerCopyConfig) -> dict[str, np.ndarray]:
+    """What ``cfg``'s training records at step 0, computed now without training: every
+    member's held-out token accuracy, attention accuracy and β alignment (each (S,)) for the
+    members as :func:`~attn_core.training.train` builds them (their seeds, their held-out
+    batches). This is the *untrained* value of every claim about these metrics; and as the
+    stored sweep holds the same evaluation, comparing the two (:func:`check_initial`) checks
+    the code that builds each condition's model, which a configuration record cannot."""
+    if not isinstance(cfg, TransformerCopyConfig):
+        raise TypeError(f"cfg must be a TransformerCopyConfig; got {type(cfg).__name__}")
+    task = cfg.task()
+    seeds, data_seeds, member_kwargs = cfg.seeds_and_members()
+    data_seeds = seeds if data_seeds is None else data_seeds
+    model = cfg.model_fn(task)(seeds=seeds, **(member_kwargs or {}))
+    n = cfg.train_kwargs()["eval_batch_size"]
+    samples = [task.sample(torch.Generator().manual_seed(_eval_seed(s)), n)
+               for s in data_seeds]
+    batch = {k: torch.stack([b[k] for b in samples]) for k in samples[0]}
+    model.eval()
+    with torch.no_grad():
+        metrics = model.evaluate(batch)
+        beta = copy_probe(model, batch)["beta_align_acc"]
+    return {"token_acc": metrics["token_acc"].numpy(), "attn_acc": metrics["attn_acc"].numpy(),
+            "beta_align": beta.numpy()}
+
+
+def check_initial(rows: dict, names: Sequence[str] | None = None,
+                  n: int | None = None) -> float:
+    """The largest difference, in held-out tokens, between each sweep condition's stored
+    step-0 evaluation and :func:`initial_evaluation` now, for its first ``n`` seeds (default
+    all) of each of ``names`` (default every condition of ``rows``). Rounding (4 decimals)
+    and the order of float sums can move an argmax tie by a token or so; another
+    initialisation, task or model moves tens to hundreds (``tests/test_ch6.py``)."""
+    worst = 0.0
+    for name in (rows if names is None else names):
+        cfg = sweep_config(name) if n is None else live_config(name, n)
+        now = initial_evaluation(cfg)
+        tokens = cfg.eval_batch_size * (cfg.length + cfg.eos)
+        for key, value in now.items():
+            stored_0 = np.asarray(rows[name][key], dtype=float)[:len(cfg.seeds), 0]
+            worst = max(worst, float(np.abs(stored_0 - value).max()) * tokens)
+    return worst
+
+
+# --------------------------------------------------- chapter 4's LSTM, from its stored runs
+def lstm_reference(step: int = 300) -> dict:
+    """Chapter 4's one-head LSTM at this chapter's task and budget, read from chapter 4's
+    stored runs (:func:`attn_core.stored._load_entry`, which verifies them; chapter 4
+    re-checks them live): ``{"permutation": ..., "control": ...}``, each the final-token
+    accuracy (S,) and attention accuracy (S,) at ``step``, and the same at step 0.
+    The permutation runs train 400 steps (:data:`~attn_core.chapters.ch4_copy.
+    PERMUTATION_LONG`); their first 300 steps are the 300-step run."""
+    from ..stored import _load_entry
+    base = PERMUTATION_LONG.fast
+    out = {}
+    for name, cfg in (("permutation", base),
+                      ("control", control(replace(base, steps=300)))):
+        h = _load_entry(cfg)
+        if step not in h.eval_steps:
+            raise ValueError(f"chapter 4's {name} runs were not evaluated at step {step}")
+        j = int(np.flatnonzero(h.eval_steps == step)[0])
+        out[name] = {k: np.asarray(h.metrics[k][:, j], dtype=float)
+                     for k in ("token_acc", "attn_acc")}
+        out[name].update({f"{k}_0": np.asarray(h.metrics[k][:, 0], dtype=float)
+                          for k in ("token_acc", "attn_acc")})
+    return out
+
+
+# -------------------------------------------------------------- the gradient at step 0
+#: The parameter groups :func:`first_step_push` splits its sum over: positions (the learned
+#: tables, or the relative biases), word embeddings, the cross-attention's queries and keys,
+#: and everything else.
+PUSH_GROUPS = ("positions", "words", "cross q, k", "rest")
+
+
+def _group(name: str) -> str:
+    if name in ("pos", "pos_dec", "rel"):
+        return "positions"
+    if name.startswith("emb__"):
+        return "words"
+    if name.startswith(("cross__q__", "cross__k__")):
+        return "cross q, k"
+    return "rest"
+
+
+def first_step_push(cfg: TransformerCopyConfig, batches: int = 4) -> dict[str, np.ndarray]:
+    """How much the first optimiser step moves the cross-attention towards the diagonal,
+    to first order, split by parameter group (:data:`PUSH_GROUPS`); (S,) per group.
+
+    D is the mean over examples, heads and steps t of the diagonal margin
+    log α_{t,t} − mean_l log α_{t,l} (= s_{t,t} − mean_l s_{t,l}: the logit of the aligned
+    position above the average logit). Adam's first update is −lr g/(|g| + ε) per entry
+    (its moment estimates are g and g² after bias correction), so its first-order change of
+    D is −lr Σ ∇D · g/(|g| + ε), summed here over each group's entries. The gradient g is the
+    one of the member's own first training batch; D is averaged over ``batches`` held-out
+    batches of the same size. Positive: the first step already points the attention at the
+    copied word."""
+    if not isinstance(cfg, TransformerCopyConfig):
+        raise TypeError(f"cfg must be a TransformerCopyConfig; got {type(cfg).__name__}")
+    batches = check_int("batches", batches, 1)
+    task = cfg.task()
+    seeds = list(cfg.seeds)
+    model = cfg.model_fn(task)(seeds=seeds)
+    model.train()
+    first = [task.sample(torch.Generator().manual_seed(s), cfg.batch_size) for s in seeds]
+    stack = {k: torch.stack([b[k] for b in first]) for k in first[0]}
+    params = {n: p for n, p in model.params.items() if p.requires_grad}
+    g = torch.autograd.grad(model.loss(stack).sum(), list(params.values()),
+                            allow_unused=True)
+    eps = torch.optim.Adam([torch.zeros(1)]).defaults["eps"]
+    step = {n: -cfg.lr * gi / (gi.abs() + eps) for n, gi in zip(params, g) if gi is not None}
+    held = torch.Generator().manual_seed(12345)
+    margin = 0.0
+    for _ in range(batches):
+        b = task.sample(held, cfg.batch_size)
+        b = {k: torch.stack([v] * len(seeds)) for k, v in b.items()}
+        log_a = model(b["src"], b["tgt_in"])["alpha"].clamp_min(1e-30).log()  # S,K,B,T,L
+        on = log_a.gather(-1, b["align"][:, None, :, :, None].expand(
+            *log_a.shape[:-1], 1)).squeeze(-1)
+        margin = margin + (on - log_a.mean(-1)).flatten(1).mean(1) / batches
+    grad_d = torch.autograd.grad(margin.sum(), list(params.values()), allow_unused=True)
+    out = {k: np.zeros(len(seeds)) for k in PUSH_GROUPS}
+    for (n, p), gd in zip(params.items(), grad_d):
+        if gd is not None and n in step:
+            out[_group(n)] += (gd * step[n]).flatten(1).sum(1).detach().numpy()
+    return out
+
+
+def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Fisher's exact test, two-sided: the probability, with both groups' success rates
+    equal and the margins fixed, of a 2 x 2 table (k1 of n1, k2 of n2 successes) no more
+    probable than the one observed (R's and SciPy's convention)."""
+    k1, n1 = check_int("k1", k1, 0), check_int("n1", n1, 1)
+    k2, n2 = check_int("k2", k2, 0), check_int("n2", n2, 1)
+    if k1 > n1 or k2 > n2:
+        raise ValueError(f"successes exceed runs: {k1}/{n1}, {k2}/{n2}")
+    k, n = k1 + k2, n1 + n2
+
+    def p(x):  # hypergeometric: x successes in the first group
+        return math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
+
+    observed = p(k1)
+    return min(1.0, sum(p(x) for x in range(max(0, k - n2), min(k, n1) + 1)
+                        if p(x) <= observed * (1 + 1e-7)))
