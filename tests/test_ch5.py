@@ -191,9 +191,13 @@ def test_other_bases_are_the_numbers_the_script_wrote():
                           (sum(a > good for a in v["final_acc"]), len(v["final_acc"])))
         final = np.array(r["screen_final_acc"])
         labels = ch.RESCUE.fast.labels(final)
+        rep = ch.repeat_rates(final, good, ch.RESCUE.fast.bad, n_tokens=1280)
+        agree = ch.verdict_agreement(final, good)
+        assert rep["decided"] == r["decided"]
         assert row == (r["batch_size"], r["base_seed"], int((labels == "good").sum()),
                        int((labels == "bad").sum()), int((labels == "inconsistent").sum()),
-                       r["decided"], round(r["repeat_within_noise"], 4), *counts)
+                       r["decided"], rep["repeat"], round(agree["kappa"], 3),
+                       float(f"{agree['p']:.3g}"), *counts)
 
 
 # ------------------------------------------------------------------ the readable model
@@ -364,3 +368,147 @@ def test_a_smoke_run_screens_one_round_labelled_by_rank(monkeypatch, capsys):
     assert "labelled by rank" in capsys.readouterr().out
     monkeypatch.delenv("ATTN_MAX_STEPS")
     assert set(cfg.labels(final)) == {"bad"}                        # the thresholds
+
+
+# ------------------------------------------------------------------ the chapter's statistics
+def test_head_rate_counts_heads_not_runs():
+    from attn_core.chapters.ch5_multihead import head_rate
+    from attn_core.metrics import wilson_interval
+
+    # one head per row: two heads good on both streams, one on one stream, one on none
+    final = np.array([[0.99, 0.99], [0.99, 0.98], [0.99, 0.5], [0.5, 0.5]])
+    p, lo, hi = head_rate(final, 0.95)
+    assert p == pytest.approx(2.5 / 4)
+    # the streams of a head are not independent: the interval is over 4 heads, not 8 runs
+    two = np.array([[0.99, 0.99], [0.99, 0.99], [0.5, 0.5], [0.5, 0.5]])
+    assert head_rate(two, 0.95)[1:] == pytest.approx(wilson_interval(2, 4))
+    assert head_rate(two, 0.95)[2] - head_rate(two, 0.95)[1] > np.subtract(
+        *wilson_interval(4, 8)[::-1])
+    assert head_rate(np.full((16, 2), 0.05), 0.95)[:2] == (0.0, 0.0)   # untrained
+
+
+def test_rate_difference_is_newcombes_hybrid_score_interval():
+    from attn_core.chapters.ch5_multihead import rate_difference
+    from attn_core.metrics import success_rate
+
+    # Newcombe (1998), Statistics in Medicine 17:873, Table II, method 10: 56/70 - 48/80
+    # gives 0.0524 to 0.3339, and 9/10 - 3/10 gives 0.1705 to 0.8090
+    for (k1, n1, k2, n2), want in [((56, 70, 48, 80), (0.0524, 0.3339)),
+                                   ((9, 10, 3, 10), (0.1705, 0.8090))]:
+        a, b = success_rate(np.arange(n1) < k1), success_rate(np.arange(n2) < k2)
+        d, lo, hi = rate_difference(a, b)
+        assert d == pytest.approx(k1 / n1 - k2 / n2)
+        assert (lo, hi) == pytest.approx(want, abs=1e-4)
+    # two untrained rates: an interval around 0, whose lower end fails "> 0"
+    none = success_rate(np.zeros(5, bool))
+    assert rate_difference(none, none)[1] < 0 < rate_difference(none, none)[2]
+
+
+def test_rescue_prediction_carries_the_interval():
+    from attn_core.chapters.ch5_multihead import rescue_prediction
+
+    pred = rescue_prediction((0.5, 0.25, 0.75), 2)
+    assert pred == pytest.approx((0.75, 1 - 0.75 ** 2, 1 - 0.25 ** 2))
+    assert rescue_prediction((0.0, 0.0, 0.2), 4)[0] == 0.0
+
+
+def test_verdict_agreement_needs_a_split_that_repeats():
+    from attn_core.chapters.ch5_multihead import _fisher_greater, verdict_agreement
+
+    assert _fisher_greater([[3, 1], [1, 3]]) == pytest.approx(17 / 70)   # the tea-tasting lady
+    assert _fisher_greater([[7, 1], [0, 8]]) == pytest.approx(8 / 11440)
+    # chapter 5's stored screen: 7 heads good on both streams, 1 on the first only, 8 on none
+    final = np.array([[0.99, 0.99]] * 7 + [[0.99, 0.5]] + [[0.5, 0.5]] * 8)
+    r = verdict_agreement(final, 0.95)
+    assert r["table"] == [[7, 1], [0, 8]] and r["kappa"] == pytest.approx(0.875)
+    # an untrained screen fails every head on every stream: every verdict "repeats", but the
+    # agreement beyond chance is 0 and nothing is significant
+    untrained = verdict_agreement(np.full((16, 2), 0.05), 0.95)
+    assert untrained["kappa"] == 0.0 and untrained["p"] == 1.0
+    # verdicts that are the data order's, not the head's: kappa near 0 on average
+    rng = np.random.default_rng(0)
+    shuffled = [verdict_agreement(np.where(rng.random((16, 2)) < 0.5, 0.99, 0.5),
+                                  0.95)["kappa"] for _ in range(200)]
+    assert abs(np.mean(shuffled)) < 0.05
+    # with three streams the weakest pair counts
+    three = np.column_stack([final, final[::-1, 0]])
+    assert verdict_agreement(three, 0.95)["kappa"] < r["kappa"]
+
+
+def test_repeat_rates_take_each_thresholds_own_noise():
+    from attn_core.chapters.ch5_multihead import repeat_rates
+
+    final = np.array([[0.99, 0.94],     # good, then 0.01 below 0.95: within 0.018
+                      [0.50, 0.63],     # bad, then 0.03 above 0.6: within 0.041, not 0.018
+                      [0.50, 0.66],     # bad, then 0.06 above: not within noise
+                      [0.99, 0.50]])    # a flip
+    r = repeat_rates(final, 0.95, 0.6, n_tokens=1280)
+    assert r["tol_good"] == pytest.approx(3 * np.sqrt(0.95 * 0.05 / 1280))
+    assert r["tol_bad"] == pytest.approx(3 * np.sqrt(0.6 * 0.4 / 1280))
+    assert (r["decided"], r["repeat"], r["within_noise"], r["flips"]) == (4, 0, 2, 1)
+
+
+def test_diagonal_heads():
+    from attn_core.chapters.ch5_multihead import diagonal_heads
+
+    acc = np.array([[[0.1, 0.1], [0.6, 0.2], [0.4, 0.9]]])    # 1 run, 3 evaluations, K = 2
+    assert diagonal_heads(acc, 0).tolist() == [[False, False]]
+    assert diagonal_heads(acc, 1).tolist() == [[True, False]]
+    assert diagonal_heads(acc, -1).tolist() == [[True, True]]
+
+
+def _stored_chapter():
+    """The chapter's stored histories (no training): screen, combinations, random K."""
+    from attn_core.chapters import ch5_multihead as ch
+    from attn_core.stored import _load_entry
+
+    cfg = ch.RESCUE.fast
+    screen = {d: _load_entry(c) for d, c in zip(cfg.data_seeds, ch.screen_configs(cfg))}
+    final = np.stack([screen[d].metrics["token_acc"][:, -1] for d in cfg.data_seeds], 1)
+    runs = ch.combination_configs(cfg, cfg.labels(final))
+    combos = {k: _load_entry(runs[k]) for k in ch.COMBINATION_KINDS}
+    randoms = {k: _load_entry(runs[f"random K={k}"]) for k in cfg.ks if 1 < k != cfg.k_combo}
+    randoms[cfg.k_combo] = combos["random"]
+    return cfg, screen, combos, randoms
+
+
+def _findings_hold(F) -> dict:
+    """The findings of the notebook's claims cell, with its thresholds."""
+    won, diag = F["good_head_diagonal"]
+    total, matches, succeeded = F["diagonal_iff_success"]
+    return {"kappa": F["agreement"]["kappa"] >= 0.6, "fisher": F["agreement"]["p"] <= 0.01,
+            "split": F["split"], "rescue": F["rescue"][1] > 0,
+            "one good": F["rates"]["one good"][0] >= 2 / 3,
+            "random": F["rates"]["random"][0] >= 0.8, "more heads": F["more_heads"][1] > 0,
+            "good head diagonal": won > 0 and diag == won,
+            "diagonal iff success": succeeded > 0 and matches == total}
+
+
+def test_trained_models_pass_every_finding_and_untrained_ones_fail_each():
+    """Chapter 5's findings on the stored runs: every one holds at the end of training, and
+    every one fails at step 0 (the untrained models, the value the claims table shows)."""
+    from attn_core.chapters import ch5_multihead as ch
+
+    cfg, screen, combos, randoms = _stored_chapter()
+    trained = _findings_hold(ch.rescue_findings(cfg, screen, combos, randoms))
+    untrained = _findings_hold(ch.rescue_findings(cfg, screen, combos, randoms, at=0))
+    assert all(trained.values()), trained
+    assert not any(untrained.values()), untrained
+    F = ch.rescue_findings(cfg, screen, combos, randoms)
+    assert F["agreement"]["table"] == [[7, 1], [0, 8]]
+    assert F["good_head_diagonal"] == (4, 4) and F["diagonal_iff_success"] == (20, 20, 13)
+
+
+def test_random_heads_alone_are_the_random_combinations_heads():
+    from attn_core.chapters import ch5_multihead as ch
+
+    cfg, _, combos, randoms = _stored_chapter()
+    runs = ch.random_heads_alone_runs(cfg)
+    seeds = [h for h, _, _ in ch.RANDOM_HEADS_ALONE]
+    assert [list(r.head_seeds) for r in runs] == [seeds] * len(cfg.data_seeds)
+    assert [r.data_seeds[0] for r in runs] == list(cfg.data_seeds)
+    k4 = [s for c in ch.combination_configs(cfg, ["good", "bad", "bad", "bad", "bad"] + [
+        "inconsistent"] * 11)["random"].head_seeds for s in c]
+    assert seeds[:20] == k4
+    accs = np.array([a for _, *a in ch.RANDOM_HEADS_ALONE])
+    assert (np.abs(accs - cfg.good) > 0.001).all() and (np.abs(accs - cfg.bad) > 0.001).all()

@@ -4,7 +4,11 @@ Every model shares one base initialisation (embedding, encoder, decoder, output 
 differs only in its attention heads. A screen trains many one-head models (one candidate head
 each) on a few data streams and labels each head good or bad; K-head models built from those
 heads -- all bad, one good plus bad ones, or K fresh random heads -- then show that a good head
-rescues the others and that the success of K random heads follows 1 − (1 − p̂)^K.
+rescues the others and that K random heads succeed more often than one; their success rate is
+consistent with 1 − (1 − p̂)^K, which five runs per K cannot test. The statistics
+(:func:`head_rate`, :func:`rate_difference`, :func:`verdict_agreement`) count heads, not
+runs, where a head's runs are not independent; :func:`rescue_findings` reads every number
+the chapter's findings test, at the end of training or at step 0 (untrained).
 
 :class:`HeadsRun` is one batch of such models (an :class:`Experiment`);
 :class:`RescueConfig` holds the chapter's protocol and builds every run of it.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -36,7 +41,10 @@ from .ch4_copy import COPY_BASE, CopyConfig, control
 
 __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
            "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model",
-           "stored_configs", "screen_configs", "combination_configs"]
+           "stored_configs", "screen_configs", "combination_configs", "head_rate",
+           "rate_difference", "rescue_prediction", "verdict_agreement", "repeat_rates",
+           "diagonal_heads", "rescue_findings", "RANDOM_HEADS_ALONE",
+           "random_heads_alone_runs"]
 
 #: The three kinds of K-head combinations of SZKS Fig. 2 right.
 COMBINATION_KINDS = ("all bad", "one good", "random")
@@ -372,17 +380,72 @@ RESCUE = Preset(
 #: base costs one to two minutes, more than the fast budget allows): chapter 5's fast config
 #: with only ``base_seed`` and ``copy.batch_size`` changed; 16 candidate heads on 2 data
 #: streams, then 6 "all bad" and 6 "one good" K = 4 combinations. Each row: ``(batch_size,
-#: base_seed, good, bad, inconsistent, decided on the first stream, verdict repeat rate within
-#: noise, all bad (successes, runs), one good (successes, runs))``; ``None`` where the screen
-#: found fewer than K bad heads. ``tests/test_ch5.py`` checks the rows against its JSON.
+#: base_seed, good, bad, inconsistent, decided on the first stream, of those repeated strictly
+#: on the second, Cohen's κ of success on the two streams and its one-sided Fisher p
+#: (:func:`verdict_agreement`, 3 significant digits), all bad (successes, runs), one good
+#: (successes, runs))``; ``None`` where the
+#: screen found fewer than K bad heads. ``tests/test_ch5.py`` recomputes the rows from the
+#: script's JSON (its screen accuracies).
 OTHER_BASES_FAST = (
-    (32, 1, 10, 2, 4, 15, 0.8, None, None),
-    (32, 2, 7, 5, 4, 13, 0.9231, (4, 6), (6, 6)),
-    (32, 3, 8, 0, 8, 11, 0.7273, None, None),
-    (16, 0, 6, 8, 2, 16, 0.875, (0, 6), (2, 6)),
-    (16, 1, 9, 4, 3, 16, 0.8125, (0, 6), (5, 6)),
-    (16, 2, 6, 9, 1, 16, 0.9375, (1, 6), (5, 6)),
+    (32, 1, 10, 2, 4, 15, 12, 0.709, 0.0128, None, None),
+    (32, 2, 7, 5, 4, 13, 12, 1.0, 8.74e-05, (4, 6), (6, 6)),
+    (32, 3, 8, 0, 8, 11, 8, 0.613, 0.0245, None, None),
+    (16, 0, 6, 8, 2, 16, 14, 0.75, 0.0035, (0, 6), (2, 6)),
+    (16, 1, 9, 4, 3, 16, 13, 0.733, 0.00762, (0, 6), (5, 6)),
+    (16, 2, 6, 9, 1, 16, 15, 0.871, 0.000874, (1, 6), (5, 6)),
 )
+
+
+#: The fresh heads of the fast random combinations (K = 4: its 5 runs' 20 heads; K = 2: its
+#: 5 runs' 10 heads), each trained *alone* as a one-head model with the screen's protocol
+#: (base 0, data streams 0 and 1, 300 steps): ``(head seed, final token accuracy on stream 0,
+#: on stream 1)``, rounded to 3 decimals (no value lies within 0.001 of a threshold). Run
+#: outside the book on 2026-11-26 (2-core CPU, torch 2.13.0+cpu; 60 one-head runs, ~2 min,
+#: more than the fast budget allows); :func:`random_heads_alone_runs` gives the runs that
+#: reproduce it (``[r.run() for r in ch.random_heads_alone_runs()]``).
+RANDOM_HEADS_ALONE = (
+    (45000, 0.468, 0.986),
+    (45001, 1.000, 0.516),
+    (45002, 0.998, 0.998),
+    (45003, 0.530, 0.999),
+    (45004, 1.000, 0.998),
+    (45005, 0.999, 0.940),
+    (45006, 0.999, 0.998),
+    (45007, 1.000, 1.000),
+    (45008, 1.000, 1.000),
+    (45009, 1.000, 1.000),
+    (45010, 0.594, 0.604),
+    (45011, 0.613, 0.629),
+    (45012, 1.000, 0.998),
+    (45013, 0.554, 0.585),
+    (45014, 1.000, 0.999),
+    (45015, 0.576, 0.554),
+    (45016, 0.489, 0.548),
+    (45017, 0.539, 0.596),
+    (45018, 1.000, 0.538),
+    (45019, 0.516, 0.568),
+    (25000, 0.597, 0.587),
+    (25001, 0.998, 0.999),
+    (25002, 0.575, 0.593),
+    (25003, 1.000, 1.000),
+    (25004, 0.626, 0.598),
+    (25005, 1.000, 0.999),
+    (25006, 1.000, 1.000),
+    (25007, 1.000, 1.000),
+    (25008, 0.532, 0.558),
+    (25009, 0.998, 1.000),
+)
+
+
+def random_heads_alone_runs(cfg: "RescueConfig | None" = None) -> list[HeadsRun]:
+    """The one-head runs behind :data:`RANDOM_HEADS_ALONE`: the random combinations' heads
+    (the first ``n_random`` K-head draws of every K > 1 in ``cfg.ks``, K = ``k_combo``
+    first), each alone on every screen data stream."""
+    cfg = RESCUE.fast if cfg is None else _check_rescue(cfg)
+    heads = [s for k in [cfg.k_combo] + [k for k in cfg.ks if k > 1 and k != cfg.k_combo]
+             for s in list(cfg.fresh_heads(k))[:k * cfg.n_random]]
+    return [cfg.heads_run(heads, [d] * len(heads), "heads-random-alone")
+            for d in cfg.data_seeds]
 
 
 def head_combinations(pools: dict, kind: str, K: int, n: int, seed: int = 0) -> list[list[int]]:
@@ -553,3 +616,162 @@ def stored_configs() -> list[HeadsRun]:
         return screen          # store the screen first; the combinations follow from it
     final = np.stack([_read_entry(p)[0].metrics["token_acc"][:, -1] for p in paths], axis=1)
     return screen + list(combination_configs(cfg, cfg.labels(final)).values())
+
+
+# ------------------------------------------------------------------------- the statistics
+_Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
+
+
+def _wilson(rate: float, n: int) -> tuple[float, float]:
+    """The 95 % Wilson interval of a proportion ``rate`` over ``n`` units (the formula is
+    continuous in the rate, so a unit may count a half success)."""
+    z2 = _Z95 * _Z95
+    centre = (rate + z2 / (2 * n)) / (1 + z2 / n)
+    half = _Z95 * np.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return (0.0 if rate == 0 else max(0.0, centre - half),
+            1.0 if rate == 1 else min(1.0, centre + half))
+
+
+def head_rate(final_acc, good: float) -> tuple[float, float, float]:
+    """``(p̂, low, high)``: how often a random head succeeds alone, with **heads as the unit**.
+
+    ``final_acc`` (heads, data streams). The streams of one head are nearly one draw (at base
+    0, 15 of 16 heads give the same verdict on both), so they are not independent runs: each
+    head contributes the fraction of its streams on which it ends above ``good``, p̂ is the
+    mean over heads, and the 95 % Wilson interval is taken over the number of heads, not the
+    number of runs (an untrained screen: p̂ = 0)."""
+    acc = np.asarray(final_acc, dtype=float)
+    if acc.ndim != 2 or not acc.size:
+        raise ValueError(f"final_acc must be a non-empty (heads, data streams) array; got "
+                         f"shape {acc.shape}")
+    rate = float((acc > good).mean(1).mean())
+    return (rate, *_wilson(rate, acc.shape[0]))
+
+
+def rate_difference(a, b) -> tuple[float, float, float]:
+    """``(a − b, low, high)``: the difference of two rates given as ``(rate, low, high)``
+    with their 95 % Wilson intervals, and its 95 % interval by Newcombe's method (hybrid
+    score, his method 10). An interval above 0 says that ``a`` beats ``b`` beyond the
+    sampling noise of both; two untrained rates (0 and 0) give an interval around 0."""
+    (pa, la, ua), (pb, lb, ub) = a, b
+    d = pa - pb
+    return (d, d - float(np.hypot(pa - la, ub - pb)), d + float(np.hypot(ua - pa, pb - lb)))
+
+
+def rescue_prediction(rate, k: int) -> tuple[float, float, float]:
+    """``1 − (1 − p)^K`` for the rate ``(p, low, high)``, with the interval carried through
+    (the map is increasing in p, so the ends map to the ends)."""
+    k = check_int("k", k)
+    return tuple(float(1 - (1 - p) ** k) for p in rate)
+
+
+def _fisher_greater(table) -> float:
+    """One-sided Fisher exact p-value of a 2x2 count table ``[[a, b], [c, d]]``: the chance
+    of ``a`` or more in the top-left cell with the margins fixed."""
+    (a, b), (c, d) = table
+    row, col, n = a + b, a + c, a + b + c + d
+    total = math.comb(n, col)
+    return sum(math.comb(row, x) * math.comb(n - row, col - x)
+               for x in range(a, min(row, col) + 1)) / total
+
+
+def verdict_agreement(final_acc, good: float) -> dict:
+    """Does a head's success on its first data stream predict its success on the others?
+    With **heads as the unit** (the test the repeat rate cannot be: an untrained screen fails
+    every head on every stream, and then every verdict repeats).
+
+    For the first stream against each other stream: Cohen's κ of "ends above ``good``"
+    (agreement beyond what the two streams' success rates give by chance; 0 when a stream has
+    no success, or all succeed: the verdicts then carry no information about the head) and
+    the one-sided Fisher exact p-value of the 2x2 table of heads. Returns the smallest κ, the
+    largest p and the first table ``[[good, good then not], [not then good, neither]]``."""
+    acc = np.asarray(final_acc, dtype=float)
+    if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] < 2:
+        raise ValueError(f"final_acc must be a (heads, data streams >= 2) array; got shape "
+                         f"{acc.shape}")
+    ok = acc > good
+    kappas, ps, tables = [], [], []
+    for j in range(1, ok.shape[1]):
+        x, y = ok[:, 0], ok[:, j]
+        table = [[int((x & y).sum()), int((x & ~y).sum())],
+                 [int((~x & y).sum()), int((~x & ~y).sum())]]
+        observed = float((x == y).mean())
+        chance = float(x.mean() * y.mean() + (1 - x.mean()) * (1 - y.mean()))
+        kappas.append(0.0 if chance == 1 else (observed - chance) / (1 - chance))
+        ps.append(_fisher_greater(table))
+        tables.append(table)
+    return {"kappa": min(kappas), "p": max(ps), "table": tables[0]}
+
+
+def repeat_rates(final_acc, good: float, bad: float, n_tokens: int) -> dict:
+    """The verdict repeat rate of :func:`~attn_core.metrics.verdict_repeat`, with the noise
+    band of each threshold at *that* threshold: 3 sd of an accuracy measured on ``n_tokens``
+    held-out tokens, ``3 sqrt(q (1 − q) / n_tokens)`` at q = ``good`` for good heads and at
+    q = ``bad`` for bad ones. Returns ``decided``, ``repeat`` (strict, as a count),
+    ``within_noise`` (count), ``flips`` and the two bands ``tol_good``, ``tol_bad``."""
+    acc = np.asarray(final_acc, dtype=float)
+    first = classify_heads(acc[:, :1], good, bad)
+    decided = first != "inconsistent"
+    tol_good, tol_bad = (3 * math.sqrt(q * (1 - q) / n_tokens) for q in (good, bad))
+    is_good = (first == "good")[:, None]
+    rest = acc[:, 1:]
+    strict = np.where(is_good, rest > good, rest < bad).all(1)
+    loose = np.where(is_good, rest > good - tol_good, rest < bad + tol_bad).all(1)
+    flips = (is_good & (rest < bad)).any(1) | ((first == "bad")[:, None] & (rest > good)).any(1)
+    return {"decided": int(decided.sum()), "repeat": int(strict[decided].sum()),
+            "within_noise": int(loose[decided].sum()), "flips": int(flips[decided].sum()),
+            "tol_good": tol_good, "tol_bad": tol_bad}
+
+
+def diagonal_heads(head_attn_acc, upto: int, level: float = 0.5) -> np.ndarray:
+    """Which heads have passed attention accuracy ``level`` by evaluation ``upto`` (an index
+    of the evaluations, ``-1`` the last): ``(runs, K)`` bool from the ``head_attn_acc`` probe
+    ``(runs, evaluations, K)``."""
+    acc = np.asarray(head_attn_acc, dtype=float)
+    upto = upto % acc.shape[1]
+    return (acc[:, :upto + 1] > level).any(1)
+
+
+def rescue_findings(cfg: "RescueConfig", screen: dict, combo_runs: dict, random_runs: dict,
+                    at: int = -1) -> dict:
+    """Every number the chapter's findings test, read at evaluation ``at`` of the histories
+    (``-1``: the end of training; ``0``: step 0, the untrained models, which must fail every
+    finding). ``screen`` ``{stream: History}`` (one-head models), ``combo_runs`` ``{kind:
+    History}`` of the K-head combinations (the kinds of :data:`COMBINATION_KINDS`) and
+    ``random_runs`` ``{K: History}`` of random heads, all evaluated at the same steps.
+
+    Keys: ``agreement`` (:func:`verdict_agreement`), ``split`` (a good head and K bad ones),
+    ``p1`` (:func:`head_rate`), ``rates`` ``{kind: (rate, low, high)}``, ``rescue`` (one good
+    − all bad) and ``more_heads`` (largest K − one head) as :func:`rate_difference` triples,
+    ``good_head_diagonal`` (successful one-good runs, and how many of them have their good
+    head, head 0, past attention accuracy 0.5) and ``diagonal_iff_success`` (K-head runs,
+    and how many have a head past 0.5 exactly when they succeed)."""
+    from ..metrics import success_rate
+
+    final = np.stack([screen[d].metrics["token_acc"][:, at] for d in cfg.data_seeds], 1)
+    labels = classify_heads(final, cfg.good, cfg.bad)
+    p1 = head_rate(final, cfg.good)
+    ok = {kind: h.metrics["token_acc"][:, at] > cfg.good for kind, h in combo_runs.items()}
+    rates = {kind: success_rate(v) for kind, v in ok.items()}
+    k_max = max(random_runs)
+    rates[f"random K={k_max}"] = success_rate(
+        random_runs[k_max].metrics["token_acc"][:, at] > cfg.good)
+    one_good = combo_runs["one good"]
+    won = ok["one good"]
+    good_diag = diagonal_heads(one_good.probes["head_attn_acc"], at)[won, 0]
+    runs = list(combo_runs.values()) + [h for k, h in random_runs.items()
+                                        if all(h is not c for c in combo_runs.values())]
+    matches = succeeded = total = 0
+    for h in runs:
+        won_h = h.metrics["token_acc"][:, at] > cfg.good
+        diag = diagonal_heads(h.probes["head_attn_acc"], at).any(1)
+        matches += int((won_h == diag).sum())
+        succeeded += int(won_h.sum())
+        total += len(won_h)
+    return {"agreement": verdict_agreement(final, cfg.good),
+            "split": cfg.enough_heads(labels),
+            "p1": p1, "rates": rates,
+            "rescue": rate_difference(rates["one good"], rates["all bad"]),
+            "more_heads": rate_difference(rates[f"random K={k_max}"], p1),
+            "good_head_diagonal": (int(won.sum()), int(good_diag.sum())),
+            "diagonal_iff_success": (total, matches, succeeded)}
