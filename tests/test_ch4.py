@@ -102,7 +102,7 @@ def test_authors_code_results_are_the_ones_the_script_wrote():
 
 
 @pytest.mark.parametrize("L, eos", [(1, False), (5, False), (5, True), (20, False)])
-def test_no_attention_accuracy_is_guessing_among_the_words_not_yet_emitted(L, eos):
+def test_guessing_accuracy_is_guessing_among_the_words_not_yet_emitted(L, eos):
     # simulate the guesser: at each step pick uniformly among the words not emitted yet
     rng = np.random.default_rng(0)
     n, hits = 4000, 0
@@ -112,15 +112,15 @@ def test_no_attention_accuracy_is_guessing_among_the_words_not_yet_emitted(L, eo
             hits += rng.choice(left) == t
             left.remove(t)
     sim = (hits + (n if eos else 0)) / (n * (L + eos))
-    assert abs(ch.no_attention_accuracy(L, eos) - sim) < 0.015
-    assert ch.no_attention_accuracy(20) == pytest.approx(0.1799, abs=1e-4)
+    assert abs(ch.guessing_accuracy(L, eos) - sim) < 0.015
+    assert ch.guessing_accuracy(20) == pytest.approx(0.1799, abs=1e-4)
 
 
-def test_no_attention_accuracy_bad_input():
+def test_guessing_accuracy_bad_input():
     with pytest.raises(ValueError, match="length must be an int >= 1"):
-        ch.no_attention_accuracy(0)
+        ch.guessing_accuracy(0)
     with pytest.raises(TypeError, match="eos must be True or False"):
-        ch.no_attention_accuracy(5, eos=1)
+        ch.guessing_accuracy(5, eos=1)
 
 
 def test_model_ablation_counts_are_the_ones_the_script_wrote():
@@ -210,3 +210,79 @@ def test_long_permutation_runs_are_the_base_runs_trained_past_the_budget(mode):
     assert long.steps > base.steps
     assert replace(long, steps=base.steps) == base
     assert base.steps % base.eval_every == 0 and long.steps % long.eval_every == 0
+
+
+# ------------------------------------------------------- findings against untrained models
+def _stored(config):
+    from attn_core.stored import _load_entry
+    return _load_entry(config)
+
+
+def test_untrained_history_repeats_step_0_and_fails_the_chapters_findings():
+    """ch.untrained(h) is the run as it was before training: the claims' own code applied to it
+    gives the untrained values of the chapter's findings, and each fails its threshold, while
+    the trained stored runs pass (P2, P3, P4, vocabulary)."""
+    from dataclasses import replace
+
+    base = ch.COPY_BASE.fast
+    perm, ctrl = _stored(ch.PERMUTATION_LONG.fast), _stored(ch.control(base))
+    mix = _stored(ch.MIXTURE.fast)
+    u = ch.untrained(ctrl)
+    for group in ("metrics", "probes"):
+        for k, v in getattr(u, group).items():
+            ref = getattr(ctrl, group)[k]
+            assert v.shape == ref.shape
+            np.testing.assert_array_equal(v, np.repeat(ref[:, :1], v.shape[1], axis=1))
+    assert u.train_loss.shape[1] == 1 and ctrl.train_loss.shape[1] > 1   # the copy is new
+    j = ctrl.index_of(base.steps)
+    # P2/P3/vocabulary: every seed succeeds trained, none untrained
+    assert ch.succeeded(ctrl, at=j).all() and not ch.succeeded(u, at=j).any()
+    up = ch.untrained(perm)
+    assert ch.succeeded(perm).mean() - ch.succeeded(perm, at=j).mean() >= 0.2
+    assert ch.succeeded(up).mean() - ch.succeeded(up, at=j).mean() < 0.2
+    # slow, not stuck: an untrained run gains nothing
+    acc = up.metrics["token_acc"]
+    assert np.all(acc[:, -1] - acc[:, -6] == 0)
+    # P4: the mixture's seeds pass 0.95 or end above 0.9; untrained they never get there
+    um = ch.untrained(mix)
+    assert np.isinf(ch.steps_to_level(um)).all() and np.isfinite(ch.steps_to_level(mix)).any()
+    assert mix.metrics["token_acc"][:, -1].min() >= 0.9 > um.metrics["token_acc"][:, -1].max()
+    # a run not evaluated at step 0 has no untrained record
+    late = replace(ctrl, eval_steps=ctrl.eval_steps + 20)
+    with pytest.raises(ValueError, match="evaluated at step 0"):
+        ch.untrained(late)
+
+
+def test_untrained_proxy_fails_the_control_finding_and_a_flat_table_gives_a_flat_proxy():
+    """P5: the trained proxy finds the aligned position under the control (>= 0.9), the proxy
+    at θ = 0 does not (chance, 1/L); under permutations both are at chance (an identity)."""
+    ctrl = CopyConfig(length=6, distribution="distinct", vocab=9).task()
+    trained, _ = run_proxy(ctrl, steps=100)
+    spread, align = ch.proxy_alignment(trained, ctrl, torch.Generator().manual_seed(0))
+    assert align >= 0.9 and spread > 0.01
+    spread0, align0 = ch.proxy_alignment(ch.untrained_proxy(ctrl), ctrl,
+                                         torch.Generator().manual_seed(0))
+    assert spread0 == 0 and align0 < 0.9 and align0 == pytest.approx(1 / 6, abs=1e-6)
+    perm = CopyConfig(length=6).task()
+    proxy, _ = run_proxy(perm, steps=100)
+    spread, align = ch.proxy_alignment(proxy, perm, torch.Generator().manual_seed(0))
+    assert spread < 1e-6 and align <= 1.5 / 6
+
+
+def test_fisher_exact_and_newcombe_interval():
+    # textbook values: Fisher's tea-tasting 3/4 vs 1/4 -> two-sided p = 34/70 = 0.486
+    assert ch.fisher_exact_p(3, 4, 1, 4) == pytest.approx(34 / 70)
+    assert ch.fisher_exact_p(5, 20, 2, 20) == pytest.approx(0.4075, abs=1e-4)
+    assert ch.fisher_exact_p(18, 20, 2, 20) == pytest.approx(5.30e-7, rel=1e-2)
+    assert ch.fisher_exact_p(4, 4, 4, 4) == 1.0
+    # Newcombe (1998), Table II, example (a): 56/70 vs 48/80 -> [0.0524, 0.3339]
+    d, lo, hi = ch.newcombe_interval(56, 70, 48, 80)
+    assert d == pytest.approx(0.2) and (lo, hi) == pytest.approx((0.0524, 0.3339), abs=1e-4)
+    d, lo, hi = ch.newcombe_interval(5, 20, 2, 20)
+    assert (round(lo, 2), round(hi, 2)) == (-0.09, 0.38)
+    with pytest.raises(ValueError):
+        ch.fisher_exact_p(5, 4, 1, 4)
+
+
+def test_the_old_name_of_the_guessing_level_still_works():
+    assert ch.no_attention_accuracy is ch.guessing_accuracy   # chapter 6 uses the old name

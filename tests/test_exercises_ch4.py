@@ -175,9 +175,9 @@ WRONG = {
 
 
 def test_references_agree_with_the_package():
-    # the guessing level is the chapter's no_attention_accuracy: 0.180 at L = 20, 0.219 with EOS
-    assert round(ch.no_attention_accuracy(20), 3) == 0.180
-    assert round(ch.no_attention_accuracy(20, eos=True), 3) == 0.219
+    # the guessing level is the chapter's guessing_accuracy: 0.180 at L = 20, 0.219 with EOS
+    assert round(ch.guessing_accuracy(20), 3) == 0.180
+    assert round(ch.guessing_accuracy(20, eos=True), 3) == 0.219
     # the centred table's closed form is what sampling gives (scaled_count_table, 20000 pairs)
     g = torch.Generator().manual_seed(0)
     for L, V in [(4, 4), (4, 5), (4, 6), (3, 7)]:

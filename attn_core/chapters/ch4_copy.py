@@ -14,6 +14,7 @@ the same logits and attention).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,8 +24,8 @@ from torch import nn
 from ..checks import check_bool, check_choice, check_generator, check_int, check_real
 from ..config import Preset, first_seeds
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
-from ..metrics import first_step, success_rate
-from ..models import ATTENTION_MODES, Seq2Seq
+from ..metrics import first_step, success_rate, wilson_interval
+from ..models import ATTENTION_MODES, BagOfWordsProxy, Seq2Seq
 from ..stacked import RNN_CELLS
 from ..theory import count_table
 from ..training import EXECUTIONS
@@ -32,9 +33,11 @@ from ._experiment import Experiment, check_history
 from .ch3_ibm1 import run_proxy
 
 __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe",
-           "control", "SUCCESS_LEVEL", "succeeded", "success_rate", "scaled_count_table", "run_proxy", "AUTHORS_CODE_FAST",
-           "MODEL_ABLATION_FAST", "no_attention_accuracy", "MIXTURE",
-           "MIXTURE_REFERENCE", "steps_to_level", "LuongSeq2Seq", "stored_configs"]
+           "control", "SUCCESS_LEVEL", "succeeded", "success_rate", "scaled_count_table",
+           "run_proxy", "AUTHORS_CODE_FAST", "MODEL_ABLATION_FAST", "guessing_accuracy",
+           "no_attention_accuracy", "MIXTURE", "MIXTURE_REFERENCE", "steps_to_level",
+           "LuongSeq2Seq", "stored_configs", "untrained", "proxy_alignment",
+           "untrained_proxy", "fisher_exact_p", "newcombe_interval"]
 
 #: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
 SUCCESS_LEVEL = 0.95
@@ -251,17 +254,23 @@ def scaled_count_table(task: CopyTask, n: int, generator: torch.Generator) -> np
     return count_table(b["src"][:, :L], b["tgt"][:, :L], task.vocab, task.vocab) * L / n
 
 
-def no_attention_accuracy(length: int, eos: bool = False) -> float:
-    """Teacher-forced token accuracy of a copier that knows which words the input holds but
-    not where: at output step t it guesses uniformly among the L - t + 1 words not emitted
-    yet, right with probability 1/(L - t + 1); the mean over t is H_L / L (H_L the harmonic
-    number: 0.180 at L = 20). With ``eos`` the end token, always right, adds one step:
-    (H_L + 1) / (L + 1)."""
+def guessing_accuracy(length: int, eos: bool = False) -> float:
+    """Teacher-forced token accuracy of a *position-agnostic guesser*: a copier that knows
+    which words the input holds but not where; at output step t it guesses uniformly among the
+    L - t + 1 words not emitted yet, right with probability 1/(L - t + 1); the mean over t is
+    H_L / L (H_L the harmonic number: 0.180 at L = 20). With ``eos`` the end token, always
+    right, adds one step: (H_L + 1) / (L + 1). It is not what a model without attention
+    reaches: the chapter's LSTM with attention frozen uniform goes well above it (its states
+    carry the order of the words)."""
     L = check_int("length", length)
     if not isinstance(eos, bool):
         raise TypeError(f"eos must be True or False; got {eos!r}")
     h = sum(1.0 / k for k in range(1, L + 1))
     return (h + 1.0) / (L + 1) if eos else h / L
+
+
+#: The old name of :func:`guessing_accuracy` (chapter 6 still uses it).
+no_attention_accuracy = guessing_accuracy
 
 
 def steps_to_level(history, level: float = SUCCESS_LEVEL) -> np.ndarray:
@@ -271,6 +280,70 @@ def steps_to_level(history, level: float = SUCCESS_LEVEL) -> np.ndarray:
     level = check_real("level", level, 0.0, 1.0)
     first = first_step(history.eval_steps, history.metrics["token_acc"], level)
     return np.where(np.isnan(first), np.inf, first)
+
+
+def untrained(history):
+    """``history`` as a model that was never trained would have recorded it: every evaluation
+    replaced by the one at step 0 (metrics and probes; the training loss dropped to its first
+    step). Applying a claim's own code to it gives the claim's value for an untrained model,
+    e.g. no member succeeds at any budget and no member gains accuracy. ValueError if the run
+    was not evaluated at step 0."""
+    check_history(history, metrics=("token_acc",))
+    steps = np.asarray(history.eval_steps)
+    if steps[0] != 0:
+        raise ValueError(f"history must be evaluated at step 0 (its evaluations start at step "
+                         f"{steps[0]})")
+
+    def frozen(group):
+        return {k: np.repeat(np.asarray(v)[:, :1], len(steps), axis=1)
+                for k, v in group.items()}
+
+    return replace(history, metrics=frozen(history.metrics), probes=frozen(history.probes),
+                   train_loss=np.asarray(history.train_loss)[:, :1], model=None)
+
+
+def untrained_proxy(task) -> BagOfWordsProxy:
+    """The bag-of-words proxy of :func:`run_proxy` before its first step: θ = 0."""
+    return BagOfWordsProxy(task.model_vocab, task.model_vocab, dim=None, seeds=[0])
+
+
+def proxy_alignment(proxy, task, generator: torch.Generator, n: int = 256) -> tuple:
+    """``(spread, align)`` of the proxy's lexical probe β^px on ``n`` pairs of ``task`` over
+    its L data positions and steps (EOS left out): ``spread`` the standard deviation of β^px
+    across positions (mean over steps and pairs), ``align`` how often argmax_l β^px is the
+    aligned position (chance 1/L; ties go to the first position)."""
+    n = check_int("n", n)
+    b = {k: v.unsqueeze(0) for k, v in task.sample(check_generator("generator", generator),
+                                                    n).items()}
+    L = task.length
+    beta = proxy.lexical_probe(b["src"], b["tgt"])[..., :L, :L]        # (1, n, L, L)
+    hit = beta.argmax(-1) == b["align"][..., :L]
+    return float(beta.std(-1).mean()), float(hit.float().mean())
+
+
+def fisher_exact_p(a: int, n: int, b: int, m: int) -> float:
+    """Two-sided Fisher exact test of a/n against b/m successes: the probability, given the
+    a + b successes in all, of a split at most as likely as the one observed."""
+    n, m = check_int("n", n), check_int("m", m)
+    a, b = check_int("a", a, 0, n), check_int("b", b, 0, m)
+    k = a + b
+
+    def p(x):
+        return math.comb(n, x) * math.comb(m, k - x) / math.comb(n + m, k)
+
+    observed = p(a)
+    return min(1.0, sum(p(x) for x in range(max(0, k - m), min(n, k) + 1)
+                        if p(x) <= observed * (1 + 1e-7)))
+
+
+def newcombe_interval(a: int, n: int, b: int, m: int) -> tuple[float, float, float]:
+    """``(difference, low, high)``: a/n - b/m and its 95 % interval by Newcombe's hybrid score
+    method (from the two Wilson intervals; Newcombe 1998, method 10)."""
+    (l1, u1), (l2, u2) = wilson_interval(a, n), wilson_interval(b, m)
+    p1, p2 = a / n, b / m
+    d = p1 - p2
+    return (d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
+            d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
 
 
 # ------------------------------------------------------------------ the model, readable

@@ -6,7 +6,7 @@
   the readable model's own;
 - :func:`check_guessing_level` (Exercise 4.2, derivation): the token accuracy of a copier
   that knows the input's words but not their order, H_L / L (with EOS: (H_L + 1) / (L + 1)),
-  against :func:`~attn_core.chapters.ch4_copy.no_attention_accuracy`;
+  against :func:`~attn_core.chapters.ch4_copy.guessing_accuracy`;
 - :func:`check_scaled_counts` (Exercise 4.3, code): the count table L·C/n of a batch of
   sentence pairs, against :func:`~attn_core.theory.count_table`;
 - :func:`check_centred_table` (Exercise 4.4, what if): the expected centred count table when
@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from ..chapters.ch4_copy import LuongSeq2Seq, no_attention_accuracy
+from ..chapters.ch4_copy import LuongSeq2Seq, guessing_accuracy
 from ..theory import count_table
 from . import (Wrong, checker, expect_close, expect_number, expect_pair,
                expect_shape, matches)
@@ -189,13 +189,13 @@ def check_guessing_level(guessing_level):
     for eos in (False, True):
         got = np.array([expect_number(guessing_level(L, eos), f"guessing_level({L}, eos={eos})")
                         for L in GUESS_LENGTHS])
-        want = np.array([no_attention_accuracy(L, eos) for L in GUESS_LENGTHS])
+        want = np.array([guessing_accuracy(L, eos) for L in GUESS_LENGTHS])
         if not np.all(np.isfinite(got)):
             raise Wrong(f"some of your levels (eos={eos}) are NaN or infinite: a 1/0 at the "
                         f"last step?")
         if matches(got, want, 1e-6, 1e-9):
             continue
-        if not eos and matches(got, [no_attention_accuracy(L, True) for L in GUESS_LENGTHS]):
+        if not eos and matches(got, [guessing_accuracy(L, True) for L in GUESS_LENGTHS]):
             raise Wrong("with eos=False there is no EOS step: your level includes one")
         if eos and matches(got, [_guess_variants(L, eos)["ignores_eos"]
                                  for L in GUESS_LENGTHS]):
