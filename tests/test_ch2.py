@@ -417,6 +417,38 @@ def test_short_run_moves_topic_words_along_the_sen_curve():
     assert h.probes["test_accuracy"][0, -1] > 0.9
 
 
+def test_untrained_run_fails_the_findings_a_trained_run_passes():
+    """ch2_sen.untrained_run: the run trained zero steps (every evaluation is step 0's). The
+    claims cell takes each finding's ``untrained=`` from it, so the chapter's findings must
+    fail on it while the trained run passes them (issue #29)."""
+    cfg = SENConfig(n_nontopic=500, n_train=200, n_test=50, lr=1.0, epochs=200, eval_every=20,
+                    seeds=(0, 1), classifier="FC")
+    h = cfg.run(progress=False, cache=False)
+    first_score = h.probes["score"][:, 0].copy()
+    u = ch2_sen.untrained_run(h)
+    assert u.eval_steps.tolist() == h.eval_steps.tolist() and u.model is None
+    for k, v in u.probes.items():                      # every evaluation is step 0's
+        assert v.shape == h.probes[k].shape
+        np.testing.assert_array_equal(v, np.repeat(h.probes[k][:, :1], v.shape[1], axis=1))
+    np.testing.assert_array_equal(u.train_loss, np.repeat(h.train_loss[:, :1],
+                                                           h.train_loss.shape[1], axis=1))
+    np.testing.assert_array_equal(h.probes["score"][:, 0], first_score)  # h is untouched
+    sc, sc_u = h.probes["score"], u.probes["score"]
+    # the trained run passes what an untrained one fails: S2 accuracy, S4 attention and
+    # norm ratio, S5-S7's rising scores, S3's gap (none to measure before training: NaN)
+    assert h.probes["test_accuracy"][:, -1].min() > 0.9
+    assert u.probes["test_accuracy"][:, -1].max() < 0.5                 # chance: 0.25
+    assert u.probes["topic_attention"][:, -1] == pytest.approx(1 / (cfg.m + 1))
+    assert h.probes["topic_attention"][:, -1].min() > 2 / (cfg.m + 1)
+    ratio = u.probes["norm"][:, -1].mean(1) / u.probes["nontopic_norm"][:, -1]
+    assert np.all(ratio < 2)
+    assert np.diff(sc, axis=1).min() > 0 and np.diff(sc_u, axis=1).max() == 0
+    assert np.all(sc_u == 0) and np.all(sc[:, -1] > 0.2)
+    assert ch2_sen.sen_gap(h, cfg.m) < 0.1 and math.isnan(ch2_sen.sen_gap(u, cfg.m))
+    with pytest.raises(TypeError, match="History"):
+        ch2_sen.untrained_run({"score": sc})
+
+
 def test_engine_trains_topic_attention_identically_batched_and_looped():
     task = TopicTask(n_nontopic=200, n_train=100, n_test=20)
     fn = functools.partial(TopicAttention, vocab=task.model_vocab, classifier="TC")

@@ -29,7 +29,7 @@ from ._experiment import Experiment, check_history, check_tensor_dict
 __all__ = ["SENConfig", "SEN_MAIN", "SEN_ABLATION", "SEN_QUERY", "SEN_M_VALUES", "SEN_BY_LENGTH",
            "run_classifiers", "run_ablation", "test_accuracy_probe", "PurityConfig", "PURITY",
            "CNNConfig", "SEN_CNN", "pair_sen_probe", "run_bag_task", "ABLATION_FREEZE",
-           "sen_gap", "sen_gap_table", "member_tasks", "sentence_overlap"]
+           "sen_gap", "sen_gap_table", "member_tasks", "sentence_overlap", "untrained_run"]
 
 #: S6: the ablation's variants -- which parts of Attn-TC are frozen.
 ABLATION_FREEZE = {"TC": (), "TC-KF": ("keys",), "TC-EF": ("embeddings",)}
@@ -552,3 +552,26 @@ def sen_gap(history: History, m: int) -> float:
     over the gaps dropped such a word unless it came first."""
     gaps = sen_gap_table(history, m)
     return float("nan") if np.isnan(gaps).all() else float(np.nanmax(gaps))
+
+
+def untrained_run(history: History) -> History:
+    """The run a model trained zero steps would have recorded: ``history`` with every
+    evaluation replaced by its first one (step 0, before any update) and every step's training
+    loss by the first step's (the loss of the initial parameters).
+
+    The claims cell runs each finding's own computation on it to get the finding's
+    ``untrained=`` value: an untrained model keeps its initial scores (all 0), norms and
+    attention at every evaluation, so a quantity that needs training to move comes out as its
+    starting value -- 0, a uniform attention, chance accuracy -- or as NaN where it is undefined
+    before training (a ratio 0/0, a rank correlation of a constant, no point past ‖v‖ > 0.1).
+    The model (if any) is dropped: it is the trained one."""
+    check_history(history)
+
+    def first(a: np.ndarray) -> np.ndarray:
+        a = np.asarray(a)
+        return np.repeat(a[:, :1], a.shape[1], axis=1)
+
+    return replace(history, train_loss=first(history.train_loss),
+                   metrics={k: first(v) for k, v in history.metrics.items()},
+                   probes={k: first(v) for k, v in history.probes.items()}, model=None,
+                   cached=False, saved_at=None)
