@@ -362,3 +362,77 @@ def test_logistic_forward_is_mean_of_word_weights():
         m.w.copy_(torch.arange(10.0).view(2, 5))
     src = torch.tensor([[[0, 1, 1]], [[2, 3, 4]]])
     torch.testing.assert_close(m(src), torch.tensor([[2 / 3], [8.0]]))
+
+
+# ------------------------------------------------------------ the findings' untrained side (#29)
+
+def test_lead_steps_survives_one_noisy_evaluation_and_untrained_curves_never_lead():
+    from attn_core.chapters.ch3_ibm1 import lead_steps, untrained_curves
+    steps = np.array([0, 10, 20, 30, 40, 50])
+    beta = np.array([[0.1, 0.31, 0.29, 0.35, 0.5, 0.6]] * 2)     # passes 0.3 at 10, dips at 20
+    alpha = np.array([[0.1, 0.1, 0.1, 0.2, 0.35, 0.5]] * 2)
+    assert lead_steps(steps, beta, alpha) == (30, 40)            # stays above from 30, not 10
+    b0, a0 = lead_steps(steps, untrained_curves(beta), untrained_curves(alpha))
+    assert b0 is None and np.isnan(a0)                            # never trained: no lead
+    np.testing.assert_array_equal(untrained_curves(beta)[:, -1], beta[:, 0])
+
+
+def test_misses_one_off_by_hand():
+    from attn_core.chapters.ch3_ibm1 import misses_one_off
+    src = np.array([[5, 6, 7, 8]])
+    align = np.array([[0, 1, 2, 3]])
+    alpha = np.zeros((1, 4, 4))
+    alpha[0, [0, 1, 2, 3], [0, 2, 0, 3]] = 1      # right, one off, two off, right
+    assert misses_one_off(alpha, src, align) == pytest.approx(1 / 2)
+    assert np.isnan(misses_one_off(np.eye(4)[None], src, align))   # no miss at all
+
+
+def test_relevance_after_keyword_by_hand():
+    from attn_core.chapters.ch3_ibm1 import relevance_after_keyword
+    r = np.array([[[[0.0, 3.0, 1.0, 5.0],       # keyword at 1, the last state larger
+                    [0.0, 3.0, 1.0, 2.0]]]])    # keyword at 1 is the argmax
+    out = relevance_after_keyword(r, np.array([[1, 1]]))
+    np.testing.assert_allclose(out["after"], [[0.5]])
+    np.testing.assert_allclose(out["key_minus_mean"], [[(3 - 9 / 4 + 3 - 6 / 4) / 2]])
+    np.testing.assert_allclose(out["last_minus_key"], [[(2 - 1) / 2]])
+    with pytest.raises(ValueError, match="must be"):
+        relevance_after_keyword(r[0], np.array([[1, 1]]))
+
+
+def test_untrained_keyword_classifier_fails_the_collapse_findings():
+    """The notebook's I8 findings about the long uniform run (r''s argmax after the keyword
+    on >= 0.85 of the sequences, r'_{l*} - mean >= 3, r'_L - r'_{l*} >= 2) fail for the
+    same classifiers untrained: the thresholds tell training from none."""
+    from attn_core.chapters.ch3_ibm1 import (KEYWORD_RELEVANCE_UNIFORM, keyword_eval_set,
+                                             relevance_after_keyword)
+    cfg = KEYWORD_RELEVANCE_UNIFORM.get("fast")
+    model = cfg.model_fn(cfg.task())(seeds=list(cfg.seeds))
+    ev = keyword_eval_set(cfg, cfg.n_eval)
+    with torch.no_grad():
+        r = model(ev["x"].unsqueeze(0).expand(len(cfg.seeds), -1, -1))["beta"].numpy()
+    out = relevance_after_keyword(r[:, None], np.tile(ev["pos"].numpy(), (len(cfg.seeds), 1)))
+    assert (out["after"] < 0.85).all()
+    assert (out["key_minus_mean"] < 3).all() and (out["last_minus_key"] < 2).all()
+
+
+def test_untrained_translation_model_and_proxy_fail_the_alignment_findings():
+    """I1 and I2 at initialisation: a fresh seq2seq's β is not on the right word (>= 0.95
+    needed), its α does not agree with β (>= 0.45) and its misses are not next door (>= 0.8);
+    the proxy at θ = 0 ties every position, so its argmax is position 0."""
+    from attn_core.chapters.ch3_ibm1 import TRANSLATION, misses_one_off, translation_probe
+    from attn_core.models import BagOfWordsProxy
+    cfg = TRANSLATION.get("fast")
+    task = cfg.task()
+    ev = cfg.eval_set(task)
+    model = cfg.model_fn(task)(seeds=list(cfg.seeds))
+    rec = translation_probe(ev)(model, {"src": ev["src"]})
+    src, al = ev["src"].numpy(), ev["align"].numpy()
+    word = alignment_accuracy(rec["beta"].numpy(), src, al)["word"]
+    assert (word < 0.95).all()
+    assert (rec["agree"].numpy() < 0.45).all()
+    assert misses_one_off(rec["alpha"].numpy(), src, al) < 0.8
+    proxy0 = BagOfWordsProxy(task.model_vocab, task.model_vocab)
+    b0 = proxy0.lexical_probe(ev["src"][None], ev["tgt"][None])[0].numpy()
+    r0 = alignment_accuracy(b0, src, al)
+    assert r0["word"] < 0.95 and abs(r0["position"] - r0["ceiling"]) > 0.01
+    assert r0["position"] == pytest.approx(float((al == 0).mean()))   # argmax = position 0
