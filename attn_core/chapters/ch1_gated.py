@@ -5,7 +5,10 @@ the chapter's training experiment: the keyword task of SZKS §6.1 learned by the
 classifier of the blog (:class:`~attn_core.models.AttentionClassifier`), with learned attention
 (G5: relevance separates first, attention follows) and with attention frozen uniform (G6), and
 :func:`at_steps`, which reads each seed's probe at that seed's own step (the step its attention
-first passes 2/L, say).
+first passes 2/L, say). ``KeywordConfig(bidirectional=True)`` swaps the unidirectional LSTM for
+the BiLSTM of SZKS (:class:`BiAttentionClassifier`), for the one-off comparison of §6.
+:func:`ce_recovery_gap` measures, on the softmax + cross-entropy toy of §4, how backwards a start
+can be and still recover within a given training time.
 """
 
 from __future__ import annotations
@@ -14,16 +17,46 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from torch import nn
 
-from ..checks import check_choice, check_int, check_real_array
+from ..checks import check_choice, check_int, check_real, check_real_array
 from ..config import Preset
 from ..data import KeywordTask
 from ..metrics import keyword_probe
 from ..models import ATTENTION_MODES, AttentionClassifier
+from ..stacked import StackedRNN, generators
+from ..theory import _ce_grad, _sigmoid
 from ..training import OPTIMIZERS
 from ._experiment import Experiment
 
-__all__ = ["KeywordConfig", "KEYWORD_ATTENTION", "KEYWORD_UNIFORM", "at_steps"]
+__all__ = ["KeywordConfig", "KEYWORD_ATTENTION", "KEYWORD_UNIFORM", "BiAttentionClassifier",
+           "at_steps", "ce_flow_end", "ce_recovery_gap"]
+
+
+class _BiLSTM(nn.Module):
+    """Two one-layer LSTMs, one reading left to right and one right to left; ``h_l`` is their
+    two states at position l, concatenated (S, B, L, 2H)."""
+
+    def __init__(self, gens, d_in: int, hidden: int):
+        super().__init__()
+        self.fwd = StackedRNN(gens, d_in, hidden, "lstm")
+        self.bwd = StackedRNN(gens, d_in, hidden, "lstm")
+
+    def forward(self, x):
+        f, _ = self.fwd(x)
+        b, _ = self.bwd(x.flip(2))
+        return torch.cat([f, b.flip(2)], dim=-1), None
+
+
+class BiAttentionClassifier(AttentionClassifier):
+    """:class:`~attn_core.models.AttentionClassifier` with a BiLSTM encoder (SZKS's classifier):
+    ``hidden`` units in each direction, so α, W and ``h_l`` have 2·hidden entries."""
+
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 32, attention: str = "learned",
+                 seeds=(0,)):
+        super().__init__(vocab, embed, 2 * check_int("hidden", hidden), attention, seeds)
+        self.rnn = _BiLSTM(generators(self.seeds), embed, hidden)
 
 
 @dataclass(frozen=True)
@@ -49,6 +82,7 @@ class KeywordConfig(Experiment):
     eval_every: int = 5
     eval_batch_size: int = 256
     seeds: tuple[int, ...] = (0, 1, 2)
+    bidirectional: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -62,7 +96,8 @@ class KeywordConfig(Experiment):
         return KeywordTask(self.length, self.vocab)
 
     def model_fn(self, task):
-        return functools.partial(AttentionClassifier, vocab=task.model_vocab, embed=self.embed,
+        cls = BiAttentionClassifier if self.bidirectional else AttentionClassifier
+        return functools.partial(cls, vocab=task.model_vocab, embed=self.embed,
                                  hidden=self.hidden, attention=self.attention)
 
     def probes(self, task) -> list:
@@ -73,10 +108,11 @@ class KeywordConfig(Experiment):
                     lr=self.lr, eval_every=self.eval_every, eval_batch_size=self.eval_batch_size)
 
     def cache_name(self) -> str:
-        return f"{self.name}-{self.attention}"
+        return f"{self.name}-{self.attention}" + ("-bilstm" if self.bidirectional else "")
 
     def label(self, task) -> str:
-        return f"keyword ({self.attention} attention)"
+        encoder = ", BiLSTM" if self.bidirectional else ""
+        return f"keyword ({self.attention} attention{encoder})"
 
 
 #: G5 -- learned attention: relevance β separates first, attention follows.
@@ -85,7 +121,7 @@ KEYWORD_ATTENTION = Preset(
     full=KeywordConfig(embed=128, hidden=128, steps=400, seeds=tuple(range(10)), lr=0.5),
 )
 
-#: G6 -- attention frozen uniform, trained long: information drifts to the last state.
+#: G6 -- attention frozen uniform, trained long: the last state overtakes the keyword's own.
 KEYWORD_UNIFORM = Preset(
     fast=KeywordConfig(attention="uniform", steps=600, eval_every=20),
     full=KeywordConfig(attention="uniform", embed=128, hidden=128, steps=4000, eval_every=20,
@@ -125,3 +161,55 @@ def _real_or_nan(name: str, value, ndim: int) -> np.ndarray:
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D array; got shape {arr.shape}")
     return arr.astype(float)
+
+
+# --------------------------------------------------------------- the cross-entropy toy (§2, §4)
+def ce_flow_end(gaps, p0: float = 0.5, t_max: float = 60.0, n_steps: int = 3000) -> np.ndarray:
+    """The attention p at τ = ``t_max`` of :func:`attn_core.theory.gated_ce_flow` started from
+    β0 = gap/2, β1 = -gap/2 (backwards by ``gap``) and p = ``p0``, for every gap at once.
+
+    The same RK4 on the same vector field as ``gated_ce_flow`` (and the same result), run on
+    all the gaps together so that a threshold can be bracketed in a fraction of a second.
+    """
+    g = check_real_array("gaps", gaps, ndim=1)
+    p0 = check_real("p0", p0, 0.0, 1.0, low_open=True, high_open=True)
+    t_max = check_real("t_max", t_max, 0.0, low_open=True)
+    n_steps = check_int("n_steps", n_steps, 1)
+    y = np.stack([g / 2, -g / 2, np.full_like(g, np.log(p0 / (1 - p0)))])
+    h = t_max / n_steps
+    for _ in range(n_steps):
+        k1 = -_ce_grad(y)
+        k2 = -_ce_grad(y + 0.5 * h * k1)
+        k3 = -_ce_grad(y + 0.5 * h * k2)
+        k4 = -_ce_grad(y + h * k3)
+        y = y + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return _sigmoid(y[2])
+
+
+def ce_recovery_gap(p0: float = 0.5, t_max: float = 60.0, high: float = 20.0,
+                    n_grid: int = 65, rounds: int = 2) -> float:
+    """The smallest backwards gap β0 - β1 from which the cross-entropy toy's attention is still
+    below its start ``p0`` at τ = ``t_max`` (it recovers, p(t_max) >= p0, from every smaller
+    gap in the grid): the softmax model's counterpart of the unconstrained flow's √2·p0.
+
+    A grid of ``n_grid`` gaps on [0, ``high``] brackets the first gap that stays below, and each
+    further round refines the bracket with a new grid; the answer is within
+    high / (n_grid - 1)**rounds. The flow uses 50 RK4 steps per unit of τ. NaN if every gap in
+    [0, high] recovers.
+    """
+    p0 = check_real("p0", p0, 0.0, 1.0, low_open=True, high_open=True)
+    t_max = check_real("t_max", t_max, 0.0, low_open=True)
+    high = check_real("high", high, 0.0, low_open=True)
+    n_grid, rounds = check_int("n_grid", n_grid, 3), check_int("rounds", rounds, 1)
+    n_steps = max(1, int(round(50 * t_max)))
+    lo, hi = 0.0, high
+    for _ in range(rounds):
+        grid = np.linspace(lo, hi, n_grid)
+        stuck = ce_flow_end(grid, p0, t_max, n_steps) < p0
+        if not stuck.any():
+            return float("nan")
+        j = int(np.argmax(stuck))
+        if j == 0:  # already stuck at the bracket's low end: the bracket cannot shrink
+            return float(grid[0])
+        lo, hi = grid[j - 1], grid[j]
+    return float(hi)
