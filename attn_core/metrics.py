@@ -25,7 +25,8 @@ from .checks import (check_bool, check_bool_array, check_int, check_int_array, c
 
 __all__ = ["keyword_probe", "first_step", "holds_from", "wilson_interval", "success_rate",
            "topic_purity", "attended_words", "sen_probe", "eq8_rates", "rank_correlation",
-           "t_interval", "classify_heads", "verdict_repeat", "first_to_diagonal", "agreement",
+           "t_interval", "wilson_rate_interval", "rate_difference", "newcombe_interval",
+           "fisher_exact", "classify_heads", "verdict_repeat", "first_to_diagonal", "agreement",
            "agreement_by_member", "agreement_baseline", "kendall_tau", "alignment_accuracy", "leave_one_out"]
 
 
@@ -108,21 +109,82 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     """Wilson score interval for a binomial proportion (successes out of n)."""
     n = check_int("n", n, 1)
     successes = check_int("successes (of n)", successes, 0, n)
+    return wilson_rate_interval(successes / n, n, confidence)
+
+
+def wilson_rate_interval(rate: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``rate`` in [0, 1] over ``n`` units. The
+    formula is continuous in the rate, so a unit may count a fractional success (chapter 5's
+    heads, each the fraction of its data streams on which it succeeds)."""
+    n = check_int("n", n, 1)
+    rate = check_real("rate", rate)
+    if not 0 <= rate <= 1:
+        raise ValueError(f"rate must be in [0, 1]; got {rate}")
     confidence = check_real("confidence", confidence)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1); got {confidence}")
     from statistics import NormalDist
 
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    phat = successes / n
     denom = 1 + z * z / n
-    centre = (phat + z * z / (2 * n)) / denom
-    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
+    centre = (rate + z * z / (2 * n)) / denom
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denom
     # the bounds at 0 and n successes are exactly 0 and 1 (the formula's float rounding
     # could leave 1e-17 above the rate, and a plotted error bar would then be negative)
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
+    low = 0.0 if rate == 0 else max(0.0, centre - half)
+    high = 1.0 if rate == 1 else min(1.0, centre + half)
     return low, high
+
+
+def _check_rate_triple(name: str, r) -> tuple[float, float, float]:
+    if not isinstance(r, (tuple, list)) or len(r) != 3:
+        raise TypeError(f"{name} must be a (rate, low, high) triple; got {r!r:.80}")
+    rate, low, high = (check_real(f"{name}[{i}]", v) for i, v in enumerate(r))
+    if not 0 <= low <= rate <= high <= 1:
+        raise ValueError(f"{name} must be (rate, low, high) with 0 <= low <= rate <= high <= 1; "
+                         f"got {r!r}")
+    return rate, low, high
+
+
+def rate_difference(a, b) -> tuple[float, float, float]:
+    """``(a − b, low, high)``: the difference of two rates, each ``(rate, low, high)`` with its
+    95 % Wilson interval, and the difference's 95 % interval by Newcombe's hybrid score method
+    (Newcombe 1998, method 10). An interval above 0 says that ``a`` beats ``b`` beyond the
+    sampling noise of both; two equal rates give an interval around 0. Not significant is not
+    agreement: the interval says how large a difference the data still allow."""
+    (pa, la, ua), (pb, lb, ub) = _check_rate_triple("a", a), _check_rate_triple("b", b)
+    d = pa - pb
+    return (d, d - math.hypot(pa - la, ub - pb), d + math.hypot(ua - pa, pb - lb))
+
+
+def newcombe_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float]:
+    """``(k1/n1 − k2/n2, low, high)``: :func:`rate_difference` of two counts of successes."""
+    n1, n2 = check_int("n1", n1, 1), check_int("n2", n2, 1)
+    k1, k2 = check_int("k1 (of n1)", k1, 0, n1), check_int("k2 (of n2)", k2, 0, n2)
+    return rate_difference((k1 / n1, *wilson_interval(k1, n1)),
+                           (k2 / n2, *wilson_interval(k2, n2)))
+
+
+def fisher_exact(k1: int, n1: int, k2: int, n2: int, alternative: str = "two-sided") -> float:
+    """Fisher's exact test of ``k1`` successes of ``n1`` against ``k2`` of ``n2``, the margins
+    fixed. ``"two-sided"``: the probability of a table no more probable than the one observed
+    (R's and SciPy's convention); ``"greater"``: of ``k1`` or more successes in the first
+    group (the first group's rate is the larger). An empty group carries no information:
+    p = 1."""
+    n1, n2 = check_int("n1", n1, 0), check_int("n2", n2, 0)
+    k1, k2 = check_int("k1 (of n1)", k1, 0, n1), check_int("k2 (of n2)", k2, 0, n2)
+    if alternative not in ("two-sided", "greater"):
+        raise ValueError(f"alternative must be 'two-sided' or 'greater'; got {alternative!r}")
+    k, n = k1 + k2, n1 + n2
+    xs = range(max(0, k - n2), min(k, n1) + 1)
+
+    def p(x):  # hypergeometric: x successes in the first group
+        return math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
+
+    if alternative == "greater":
+        return min(1.0, sum(p(x) for x in xs if x >= k1))
+    observed = p(k1)
+    return min(1.0, sum(p(x) for x in xs if p(x) <= observed * (1 + 1e-7)))
 
 
 def success_rate(ok) -> tuple[float, float, float]:
@@ -408,12 +470,14 @@ def verdict_repeat(final_acc, good: float = 0.95, bad: float = 0.6, n_tokens: in
 
     - ``decided``: how many heads the first seed decides;
     - ``strict``: the fraction of those whose verdict is the same on every other seed;
-    - ``within_noise``: the same, but a head counts as repeating while it stays within
-      ``tol = 3 sqrt(good (1 - good) / n_tokens)`` of its threshold -- the sampling noise of an
-      accuracy measured on ``n_tokens`` held-out tokens (``tol = 0`` without ``n_tokens``);
+    - ``within_noise``: the same, but a head counts as repeating while it stays within the
+      noise band of its threshold: 3 sd of an accuracy measured on ``n_tokens`` held-out
+      tokens, ``3 sqrt(q (1 - q) / n_tokens)`` at q = ``good`` for good heads and at q = ``bad``
+      for bad ones (no band without ``n_tokens``);
+    - ``repeat`` and ``within_noise_count``: the same two as counts of decided heads;
     - ``flips``: how many decided heads land on the *opposite* verdict on some other seed
       (good on one seed, below ``bad`` on another, or the reverse);
-    - ``tol``.
+    - ``tol_good`` and ``tol_bad``: the two noise bands.
     """
     acc = check_real_array("final_acc", final_acc, finite=False)
     if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] < 2:
@@ -422,18 +486,20 @@ def verdict_repeat(final_acc, good: float = 0.95, bad: float = 0.6, n_tokens: in
         n_tokens = check_int("n_tokens (or None)", n_tokens, 1)
     first = classify_heads(acc[:, :1], good, bad)
     decided = first != "inconsistent"
-    tol = 0.0 if n_tokens is None else 3 * math.sqrt(good * (1 - good) / n_tokens)
+    tol_good, tol_bad = ((0.0, 0.0) if n_tokens is None else
+                         (3 * math.sqrt(q * (1 - q) / n_tokens) for q in (good, bad)))
     is_good = (first == "good")[:, None]
     is_bad = (first == "bad")[:, None]
     rest = acc[:, 1:]
     strict = np.where(is_good, rest > good, rest < bad).all(1)
-    loose = np.where(is_good, rest > good - tol, rest < bad + tol).all(1)
+    loose = np.where(is_good, rest > good - tol_good, rest < bad + tol_bad).all(1)
     flips = (is_good & (rest < bad)).any(1) | (is_bad & (rest > good)).any(1)
     n = int(decided.sum())
     return {"decided": n,
             "strict": float(strict[decided].mean()) if n else float("nan"),
             "within_noise": float(loose[decided].mean()) if n else float("nan"),
-            "flips": int(flips[decided].sum()), "tol": tol}
+            "repeat": int(strict[decided].sum()), "within_noise_count": int(loose[decided].sum()),
+            "flips": int(flips[decided].sum()), "tol_good": tol_good, "tol_bad": tol_bad}
 
 
 # --------------------------------------------------------------------------- chapter 3 (SZKS §3.1)

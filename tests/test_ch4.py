@@ -271,18 +271,16 @@ def test_untrained_proxy_fails_the_control_finding_and_a_flat_table_gives_a_flat
 
 def test_fisher_exact_and_newcombe_interval():
     # textbook values: Fisher's tea-tasting 3/4 vs 1/4 -> two-sided p = 34/70 = 0.486
-    assert ch.fisher_exact_p(3, 4, 1, 4) == pytest.approx(34 / 70)
-    assert ch.fisher_exact_p(5, 20, 2, 20) == pytest.approx(0.4075, abs=1e-4)
-    assert ch.fisher_exact_p(18, 20, 2, 20) == pytest.approx(5.30e-7, rel=1e-2)
-    assert ch.fisher_exact_p(4, 4, 4, 4) == 1.0
+    assert ch.fisher_exact(3, 4, 1, 4) == pytest.approx(34 / 70)
+    assert ch.fisher_exact(5, 20, 2, 20) == pytest.approx(0.4075, abs=1e-4)
+    assert ch.fisher_exact(18, 20, 2, 20) == pytest.approx(5.30e-7, rel=1e-2)
+    assert ch.fisher_exact(4, 4, 4, 4) == 1.0
     # Newcombe (1998), Table II, example (a): 56/70 vs 48/80 -> [0.0524, 0.3339]
     d, lo, hi = ch.newcombe_interval(56, 70, 48, 80)
     assert d == pytest.approx(0.2) and (lo, hi) == pytest.approx((0.0524, 0.3339), abs=1e-4)
     d, lo, hi = ch.newcombe_interval(5, 20, 2, 20)
     assert (round(lo, 2), round(hi, 2)) == (-0.09, 0.38)
-    with pytest.raises(ValueError):
-        ch.fisher_exact_p(5, 4, 1, 4)
-
-
-def test_the_old_name_of_the_guessing_level_still_works():
-    assert ch.no_attention_accuracy is ch.guessing_accuracy   # chapter 6 uses the old name
+    with pytest.raises(ValueError, match=r"k1 \(of n1\) must be"):
+        ch.fisher_exact(5, 4, 1, 4)
+    with pytest.raises(ValueError, match="alternative must be 'two-sided' or 'greater'"):
+        ch.fisher_exact(1, 4, 1, 4, alternative="less")

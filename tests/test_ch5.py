@@ -122,7 +122,9 @@ def test_verdict_repeat():
     r = verdict_repeat(final, n_tokens=1280)
     assert r["decided"] == 4 and r["flips"] == 1
     assert r["strict"] == pytest.approx(2 / 4) and r["within_noise"] == pytest.approx(3 / 4)
-    assert r["tol"] == pytest.approx(3 * np.sqrt(0.95 * 0.05 / 1280))
+    assert (r["repeat"], r["within_noise_count"]) == (2, 3)
+    assert r["tol_good"] == pytest.approx(3 * np.sqrt(0.95 * 0.05 / 1280))
+    assert r["tol_bad"] == pytest.approx(3 * np.sqrt(0.6 * 0.4 / 1280))
     assert verdict_repeat(final)["within_noise"] == pytest.approx(2 / 4)   # no noise band
 
 
@@ -194,6 +196,7 @@ def test_other_bases_are_the_numbers_the_script_wrote():
         rep = ch.repeat_rates(final, good, ch.RESCUE.fast.bad, n_tokens=1280)
         agree = ch.verdict_agreement(final, good)
         assert rep["decided"] == r["decided"]
+        assert rep["within_noise"] / rep["decided"] == pytest.approx(r["repeat_within_noise"])
         assert row == (r["batch_size"], r["base_seed"], int((labels == "good").sum()),
                        int((labels == "bad").sum()), int((labels == "inconsistent").sum()),
                        r["decided"], rep["repeat"], round(agree["kappa"], 3),
@@ -413,7 +416,11 @@ def test_rescue_prediction_carries_the_interval():
 
 
 def test_verdict_agreement_needs_a_split_that_repeats():
-    from attn_core.chapters.ch5_multihead import _fisher_greater, verdict_agreement
+    from attn_core.chapters.ch5_multihead import verdict_agreement
+    from attn_core.metrics import fisher_exact
+
+    def _fisher_greater(t):
+        return fisher_exact(t[0][0], sum(t[0]), t[1][0], sum(t[1]), alternative="greater")
 
     assert _fisher_greater([[3, 1], [1, 3]]) == pytest.approx(17 / 70)   # the tea-tasting lady
     assert _fisher_greater([[7, 1], [0, 8]]) == pytest.approx(8 / 11440)

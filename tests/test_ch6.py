@@ -415,8 +415,8 @@ def test_initial_evaluation_is_the_stored_step_0(name):
 def test_untrained_models_fail_the_chapters_findings():
     """Step 0 of the conditions the claims compare, computed now: every finding's untrained
     value fails its threshold (the notebook takes the same values from the stored sweep)."""
-    from attn_core.chapters.ch4_copy import no_attention_accuracy
-    guess = no_attention_accuracy(20, eos=True)
+    from attn_core.chapters.ch4_copy import guessing_accuracy
+    guess = guessing_accuracy(20, eos=True)
     init = {n: ch.initial_evaluation(ch.live_config(n, 3))
             for n in ("learned", "small positions", "small positions, control", "qk-cross",
                       "qk-self", "none", "uniform", "uniform, control", "relative")}
@@ -452,7 +452,8 @@ def test_fisher_exact():
     assert ch.fisher_exact(2, 10, 7, 10) == pytest.approx(ch.fisher_exact(7, 10, 2, 10))
     assert ch.fisher_exact(10, 10, 2, 10) == pytest.approx(0.000714, abs=1e-6)
     assert ch.fisher_exact(3, 5, 3, 5) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="successes exceed runs"):
+    assert ch.fisher_exact(0, 0, 2, 10) == 1.0                    # an empty group: no evidence
+    with pytest.raises(ValueError, match=r"k1 \(of n1\) must be an int in \[0, 10\]; got 11"):
         ch.fisher_exact(11, 10, 2, 10)
 
 

@@ -14,7 +14,6 @@ the same logits and attention).
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -24,7 +23,7 @@ from torch import nn
 from ..checks import check_bool, check_choice, check_generator, check_int, check_real
 from ..config import Preset, first_seeds
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
-from ..metrics import first_step, success_rate, wilson_interval
+from ..metrics import first_step, fisher_exact, newcombe_interval, success_rate
 from ..models import ATTENTION_MODES, BagOfWordsProxy, Seq2Seq
 from ..stacked import RNN_CELLS
 from ..theory import count_table
@@ -35,9 +34,9 @@ from .ch3_ibm1 import run_proxy
 __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe",
            "control", "SUCCESS_LEVEL", "succeeded", "success_rate", "scaled_count_table",
            "run_proxy", "AUTHORS_CODE_FAST", "MODEL_ABLATION_FAST", "guessing_accuracy",
-           "no_attention_accuracy", "MIXTURE", "MIXTURE_REFERENCE", "steps_to_level",
+           "MIXTURE", "MIXTURE_REFERENCE", "steps_to_level",
            "LuongSeq2Seq", "stored_configs", "untrained", "proxy_alignment",
-           "untrained_proxy", "fisher_exact_p", "newcombe_interval"]
+           "untrained_proxy", "fisher_exact", "newcombe_interval"]
 
 #: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
 SUCCESS_LEVEL = 0.95
@@ -269,10 +268,6 @@ def guessing_accuracy(length: int, eos: bool = False) -> float:
     return (h + 1.0) / (L + 1) if eos else h / L
 
 
-#: The old name of :func:`guessing_accuracy` (chapter 6 still uses it).
-no_attention_accuracy = guessing_accuracy
-
-
 def steps_to_level(history, level: float = SUCCESS_LEVEL) -> np.ndarray:
     """The first evaluated step at which each member's held-out token accuracy is above
     ``level`` (S,) float; ``inf`` for a member that never gets there."""
@@ -319,31 +314,6 @@ def proxy_alignment(proxy, task, generator: torch.Generator, n: int = 256) -> tu
     beta = proxy.lexical_probe(b["src"], b["tgt"])[..., :L, :L]        # (1, n, L, L)
     hit = beta.argmax(-1) == b["align"][..., :L]
     return float(beta.std(-1).mean()), float(hit.float().mean())
-
-
-def fisher_exact_p(a: int, n: int, b: int, m: int) -> float:
-    """Two-sided Fisher exact test of a/n against b/m successes: the probability, given the
-    a + b successes in all, of a split at most as likely as the one observed."""
-    n, m = check_int("n", n), check_int("m", m)
-    a, b = check_int("a", a, 0, n), check_int("b", b, 0, m)
-    k = a + b
-
-    def p(x):
-        return math.comb(n, x) * math.comb(m, k - x) / math.comb(n + m, k)
-
-    observed = p(a)
-    return min(1.0, sum(p(x) for x in range(max(0, k - m), min(n, k) + 1)
-                        if p(x) <= observed * (1 + 1e-7)))
-
-
-def newcombe_interval(a: int, n: int, b: int, m: int) -> tuple[float, float, float]:
-    """``(difference, low, high)``: a/n - b/m and its 95 % interval by Newcombe's hybrid score
-    method (from the two Wilson intervals; Newcombe 1998, method 10)."""
-    (l1, u1), (l2, u2) = wilson_interval(a, n), wilson_interval(b, m)
-    p1, p2 = a / n, b / m
-    d = p1 - p2
-    return (d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
-            d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
 
 
 # ------------------------------------------------------------------ the model, readable

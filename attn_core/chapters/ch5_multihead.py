@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -33,7 +32,8 @@ from torch import nn
 from ..cache import check_cache_name
 from ..checks import check_choice, check_int, check_real, check_seeds
 from ..config import Preset, env_max_steps
-from ..metrics import classify_heads
+from ..metrics import (classify_heads, fisher_exact, rate_difference, verdict_repeat,
+                       wilson_rate_interval)
 from ..models import HEAD_REDUCTIONS, Seq2Seq
 from ..training import History
 from ._experiment import Experiment, check_history
@@ -619,19 +619,6 @@ def stored_configs() -> list[HeadsRun]:
 
 
 # ------------------------------------------------------------------------- the statistics
-_Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
-
-
-def _wilson(rate: float, n: int) -> tuple[float, float]:
-    """The 95 % Wilson interval of a proportion ``rate`` over ``n`` units (the formula is
-    continuous in the rate, so a unit may count a half success)."""
-    z2 = _Z95 * _Z95
-    centre = (rate + z2 / (2 * n)) / (1 + z2 / n)
-    half = _Z95 * np.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return (0.0 if rate == 0 else max(0.0, centre - half),
-            1.0 if rate == 1 else min(1.0, centre + half))
-
-
 def head_rate(final_acc, good: float) -> tuple[float, float, float]:
     """``(p̂, low, high)``: how often a random head succeeds alone, with **heads as the unit**.
 
@@ -645,17 +632,7 @@ def head_rate(final_acc, good: float) -> tuple[float, float, float]:
         raise ValueError(f"final_acc must be a non-empty (heads, data streams) array; got "
                          f"shape {acc.shape}")
     rate = float((acc > good).mean(1).mean())
-    return (rate, *_wilson(rate, acc.shape[0]))
-
-
-def rate_difference(a, b) -> tuple[float, float, float]:
-    """``(a − b, low, high)``: the difference of two rates given as ``(rate, low, high)``
-    with their 95 % Wilson intervals, and its 95 % interval by Newcombe's method (hybrid
-    score, his method 10). An interval above 0 says that ``a`` beats ``b`` beyond the
-    sampling noise of both; two untrained rates (0 and 0) give an interval around 0."""
-    (pa, la, ua), (pb, lb, ub) = a, b
-    d = pa - pb
-    return (d, d - float(np.hypot(pa - la, ub - pb)), d + float(np.hypot(ua - pa, pb - lb)))
+    return (rate, *wilson_rate_interval(rate, acc.shape[0]))
 
 
 def rescue_prediction(rate, k: int) -> tuple[float, float, float]:
@@ -663,16 +640,6 @@ def rescue_prediction(rate, k: int) -> tuple[float, float, float]:
     (the map is increasing in p, so the ends map to the ends)."""
     k = check_int("k", k)
     return tuple(float(1 - (1 - p) ** k) for p in rate)
-
-
-def _fisher_greater(table) -> float:
-    """One-sided Fisher exact p-value of a 2x2 count table ``[[a, b], [c, d]]``: the chance
-    of ``a`` or more in the top-left cell with the margins fixed."""
-    (a, b), (c, d) = table
-    row, col, n = a + b, a + c, a + b + c + d
-    total = math.comb(n, col)
-    return sum(math.comb(row, x) * math.comb(n - row, col - x)
-               for x in range(a, min(row, col) + 1)) / total
 
 
 def verdict_agreement(final_acc, good: float) -> dict:
@@ -698,29 +665,21 @@ def verdict_agreement(final_acc, good: float) -> dict:
         observed = float((x == y).mean())
         chance = float(x.mean() * y.mean() + (1 - x.mean()) * (1 - y.mean()))
         kappas.append(0.0 if chance == 1 else (observed - chance) / (1 - chance))
-        ps.append(_fisher_greater(table))
+        (a, b), (c, d) = table  # first stream good: a of a + b good again; else c of c + d
+        ps.append(fisher_exact(a, a + b, c, c + d, alternative="greater"))
         tables.append(table)
     return {"kappa": min(kappas), "p": max(ps), "table": tables[0]}
 
 
 def repeat_rates(final_acc, good: float, bad: float, n_tokens: int) -> dict:
-    """The verdict repeat rate of :func:`~attn_core.metrics.verdict_repeat`, with the noise
-    band of each threshold at *that* threshold: 3 sd of an accuracy measured on ``n_tokens``
-    held-out tokens, ``3 sqrt(q (1 − q) / n_tokens)`` at q = ``good`` for good heads and at
-    q = ``bad`` for bad ones. Returns ``decided``, ``repeat`` (strict, as a count),
-    ``within_noise`` (count), ``flips`` and the two bands ``tol_good``, ``tol_bad``."""
-    acc = np.asarray(final_acc, dtype=float)
-    first = classify_heads(acc[:, :1], good, bad)
-    decided = first != "inconsistent"
-    tol_good, tol_bad = (3 * math.sqrt(q * (1 - q) / n_tokens) for q in (good, bad))
-    is_good = (first == "good")[:, None]
-    rest = acc[:, 1:]
-    strict = np.where(is_good, rest > good, rest < bad).all(1)
-    loose = np.where(is_good, rest > good - tol_good, rest < bad + tol_bad).all(1)
-    flips = (is_good & (rest < bad)).any(1) | ((first == "bad")[:, None] & (rest > good)).any(1)
-    return {"decided": int(decided.sum()), "repeat": int(strict[decided].sum()),
-            "within_noise": int(loose[decided].sum()), "flips": int(flips[decided].sum()),
-            "tol_good": tol_good, "tol_bad": tol_bad}
+    """The verdict repeat of :func:`~attn_core.metrics.verdict_repeat` as counts: each
+    threshold's noise band taken at *that* threshold (``3 sqrt(q (1 − q) / n_tokens)``, q =
+    ``good`` for good heads, ``bad`` for bad ones). Returns ``decided``, ``repeat`` (strict),
+    ``within_noise``, ``flips`` (counts) and the two bands ``tol_good``, ``tol_bad``."""
+    r = verdict_repeat(final_acc, good, bad, n_tokens)
+    return {"decided": r["decided"], "repeat": r["repeat"],
+            "within_noise": r["within_noise_count"], "flips": r["flips"],
+            "tol_good": r["tol_good"], "tol_bad": r["tol_bad"]}
 
 
 def diagonal_heads(head_attn_acc, upto: int, level: float = 0.5) -> np.ndarray:

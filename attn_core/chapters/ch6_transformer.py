@@ -50,6 +50,7 @@ from ..config import Preset, env_stored
 from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
                       check_token_ids)
 from ..data import CopyTask
+from ..metrics import fisher_exact
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
 from ..stored import CheckReport, config_record, verify_file
 from ..training import _eval_schedule, _eval_seed
@@ -815,21 +816,3 @@ def first_step_push(cfg: TransformerCopyConfig, batches: int = 4) -> dict[str, n
         if gd is not None and n in step:
             out[_group(n)] += (gd * step[n]).flatten(1).sum(1).detach().numpy()
     return out
-
-
-def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Fisher's exact test, two-sided: the probability, with both groups' success rates
-    equal and the margins fixed, of a 2 x 2 table (k1 of n1, k2 of n2 successes) no more
-    probable than the one observed (R's and SciPy's convention)."""
-    k1, n1 = check_int("k1", k1, 0), check_int("n1", n1, 1)
-    k2, n2 = check_int("k2", k2, 0), check_int("n2", n2, 1)
-    if k1 > n1 or k2 > n2:
-        raise ValueError(f"successes exceed runs: {k1}/{n1}, {k2}/{n2}")
-    k, n = k1 + k2, n1 + n2
-
-    def p(x):  # hypergeometric: x successes in the first group
-        return math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
-
-    observed = p(k1)
-    return min(1.0, sum(p(x) for x in range(max(0, k - n2), min(k, n1) + 1)
-                        if p(x) <= observed * (1 + 1e-7)))
