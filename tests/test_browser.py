@@ -489,14 +489,14 @@ def test_claims_table_is_shown_whole(browser, chapter):
 
 _EXERCISES_JS = """
 (() => {
-  const sols = [...document.querySelectorAll('div.cell.tag_hide-input')];
+  const sols = [...document.querySelectorAll('div.cell.tag_hide-cell')];
   const folded = sols.filter(c => {
     const d = c.querySelector('details');
     return d && !d.open && d.querySelector('summary');
   });
   const checked = sols.filter(c => {
     const out = c.querySelector('.cell_output');
-    return out && out.innerText.includes('\u2713');
+    return out && out.textContent.includes('\u2713');
   });
   return {n: sols.length, folded: folded.length, checked: checked.length};
 })()
@@ -512,12 +512,12 @@ def test_exercise_solutions_are_folded_and_checked(browser, chapter):
     assert ex["folded"] == ex["n"], f"{page}: solutions not folded: {ex}"
     assert ex["checked"] == ex["n"], f"{page}: solutions without a ✓ below them: {ex}"
     name = page.split("/")[-1][:2]
-    browser.evaluate("document.querySelector('div.cell.tag_hide-input')"
+    browser.evaluate("document.querySelector('div.cell.tag_hide-cell')"
                      ".scrollIntoView({block: 'center'}) || true")
     browser.pump(0.3)
     browser.screenshot(SHOTS / f"exercise_{name}_closed.png")
     opened = browser.evaluate("(() => { const d = document.querySelector("
-                              "'div.cell.tag_hide-input details'); d.open = true;"
+                              "'div.cell.tag_hide-cell details'); d.open = true;"
                               " return d.open; })()")
     assert opened
     browser.pump(0.3)

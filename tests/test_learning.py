@@ -2,10 +2,14 @@
 
 For each chapter notebook:
 
-- at least three "Predict" boxes, each answered (``**Answer.**``) before the next one;
+- at least three "Predict" boxes, each answered (``**Answer.**``) before the next one, the
+  answer folded (an HTML ``<details>`` block: a dropdown in the book, folded in JupyterLab and
+  Colab too) so that it is not on the screen while the reader decides;
 - at least three exercises, of all three kinds (derivation, code, what if), each a heading, a
   stub that raises ``NotImplementedError`` and calls its checker, and a solution cell collapsed
-  in the book (tag ``hide-input``) that calls the same checker with ``solution=True``;
+  in the book with its output (tag ``hide-cell``), hidden in JupyterLab (``jupyter.source_hidden``
+  and ``outputs_hidden``) and in Colab (a ``# @title`` form, ``display-mode: "form"``,
+  ``cellView: "form"``), that calls the same checker with ``solution=True``;
 - every checker of the chapter's exercise module is used that way;
 - a ``## Summary`` at the end that points to the next chapter;
 - every claim of the claims cell has a kind, and every finding computes its untrained value
@@ -50,9 +54,18 @@ def test_predict_boxes_are_answered(path):
     assert len(boxes) >= 3, f"{path.name}: {len(boxes)} Predict boxes; at least 3 wanted"
     for n, i in enumerate(boxes):
         end = boxes[n + 1] if n + 1 < len(boxes) else len(md)
-        assert any(s.lstrip().startswith("**Answer.**") for s in md[i + 1:end]), (
+        answers = [s for s in md[i + 1:end] if "**Answer.**" in s]
+        assert answers, (
             f"{path.name}: Predict box {n + 1} ({md[i][len(PREDICT):][:60].strip()!r}) has "
             f"no '**Answer.**' paragraph before the next box")
+        for s in answers:
+            assert re.match(r'<details class="attn-answer">\n<summary>[^<]+</summary>\n\n'
+                            r'\*\*Answer\.\*\*', s) and s.rstrip().endswith("</details>"), (
+                f"{path.name}: the answer to Predict box {n + 1} is not folded in a "
+                f"<details class=\"attn-answer\"> block: {s[:80]!r}")
+        assert "Commit to an answer" not in md[i], (
+            f"{path.name}: Predict box {n + 1} repeats 'Commit to an answer' (the intro says "
+            "it once)")
 
 
 def _exercises(path: Path) -> list[tuple[str, str, dict, dict]]:
@@ -92,8 +105,17 @@ def test_exercises_have_stub_checker_and_checked_solution(path):
         assert stub_calls[0].group(2) != sol_calls[0].group(2), (
             f"{path.name}: {title}: the solution must have its own name, so that running it "
             f"never overwrites the reader's answer")
-        assert "hide-input" in sol.get("metadata", {}).get("tags", []), (
-            f"{path.name}: {title}: the solution cell must be collapsed (tag hide-input)")
+        meta = sol.get("metadata", {})
+        assert "hide-cell" in meta.get("tags", []), (
+            f"{path.name}: {title}: the solution cell must be folded with its output in the "
+            "book (tag hide-cell)")
+        assert meta.get("jupyter") == {"outputs_hidden": True, "source_hidden": True}, (
+            f"{path.name}: {title}: the solution must be hidden in JupyterLab "
+            "(metadata jupyter.source_hidden and outputs_hidden)")
+        assert meta.get("cellView") == "form" and t.startswith("# @title ") and \
+            t.splitlines()[0].endswith('{ display-mode: "form" }'), (
+            f"{path.name}: {title}: the solution must be hidden in Colab (a first line "
+            "'# @title ... { display-mode: \"form\" }' and metadata cellView 'form')")
         assert "NotImplementedError" not in t, f"{path.name}: {title}: the solution is a stub"
 
 

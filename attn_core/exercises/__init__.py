@@ -9,7 +9,8 @@ Every exercise in the book is three notebook cells over one *checker* from this 
         raise NotImplementedError("return H_L / L")
     ex.check_guessing_level(guessing_level)
 
-    # 2. the solution, in a collapsed dropdown of the book (cell tag ``hide-input``)
+    # 2. the solution, in a collapsed dropdown of the book with its output (cell tag ``hide-cell``;
+    #    hidden in JupyterLab and Colab by its metadata and ``# @title`` form line)
     def guessing_level_solution(L):
         return sum(1 / k for k in range(1, L + 1)) / L
     ex.check_guessing_level(guessing_level_solution, solution=True)
