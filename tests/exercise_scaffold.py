@@ -77,3 +77,63 @@ def scaffold_tests(ex, checks: dict, wrong: dict, not_an_answer=4):
     return (test_reference_solution_passes, test_known_wrong_answer_gets_its_hint,
             test_stub_is_not_attempted, test_wrong_answer_as_solution_raises,
             test_bad_arguments, test_every_checker_is_tested_and_has_wrong_answers)
+
+
+# ------------------------------------------------------------------ the gaming learner (#30)
+
+_NUMBER = __import__("re").compile(r"(?<![\w.])-?(?:\d+\.\d+|\d+)(?:e-?\d+)?(?![\w.])")
+
+
+def _numbers(obj) -> list[float]:
+    """Every finite number in ``obj`` (numbers, arrays, tensors, tuples/lists/dicts of them)."""
+    import numpy as np
+    if hasattr(obj, "detach"):
+        obj = obj.detach().cpu().numpy()
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in _numbers(v)]
+    if isinstance(obj, (tuple, list)) and not all(isinstance(v, (int, float)) for v in obj):
+        return [x for v in obj for x in _numbers(v)]
+    try:
+        arr = np.asarray(obj, dtype=float).ravel()
+    except (TypeError, ValueError):
+        return []
+    return [float(x) for x in arr if np.isfinite(x)]
+
+
+def _printed_as(value: float, text: str) -> bool:
+    """Is ``text`` (a number as a hint prints it) ``value`` rounded to the digits shown?"""
+    mantissa = text.split("e")[0]
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    exp = int(text.split("e")[1]) if "e" in text else 0
+    shown = float(text)
+    return abs(value - shown) <= 0.5 * 10.0 ** (exp - decimals) * (1 + 1e-9)
+
+
+def hint_leaks(check, reference, gamed, allowed=()) -> list[str]:
+    """Play the gaming learner: submit ``gamed`` (an answer of the right form that knows
+    nothing: zeros, a constant) and return the numbers in its hint that are the reference's
+    own outputs on the checker's inputs, shown to the hint's digits -- what a learner could copy
+    into the next submission. Trivial values (0, ±1), the gamed answer's own outputs and
+    ``allowed`` (numbers the exercise's text already gives) do not count. Also asserts that
+    the gamed answer is not accepted."""
+    seen_ref, seen_gamed = [], []
+
+    def recording(store, fn):
+        def wrapped(*a, **k):
+            out = fn(*a, **k)
+            store.extend(_numbers(out))
+            return out
+        return wrapped
+
+    assert check(recording(seen_ref, reference))             # the reference passes
+    result = check(recording(seen_gamed, gamed))
+    assert result.status == "wrong", f"a gamed answer was accepted: {result.line()}"
+    trivial = {0.0, 1.0, -1.0, *map(float, allowed)}
+    leaks = []
+    for text in _NUMBER.findall(result.message):
+        v = float(text)
+        if any(_printed_as(t, text) for t in trivial | set(seen_gamed)):
+            continue
+        if any(_printed_as(r, text) for r in seen_ref if r not in trivial):
+            leaks.append(text)
+    return leaks

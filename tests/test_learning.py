@@ -10,6 +10,8 @@ For each chapter notebook:
   in the book with its output (tag ``hide-cell``), hidden in JupyterLab (``jupyter.source_hidden``
   and ``outputs_hidden``) and in Colab (a ``# @title`` form, ``display-mode: "form"``,
   ``cellView: "form"``), that calls the same checker with ``solution=True``;
+- every exercise heading gives its kind, time and difficulty (★☆☆ to ★★★), and its text ends
+  with at least one folded hint (``<details class="attn-hint">``) before the solution;
 - every checker of the chapter's exercise module is used that way;
 - a ``## Summary`` at the end that points to the next chapter;
 - every claim of the claims cell has a kind, and every finding computes its untrained value
@@ -28,8 +30,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
 PREDICT = ":::{admonition} Predict"
-EXERCISE = re.compile(r"^### Exercise (\d+)\.(\d+) — .+ \((derivation|code|what if), ≈ \d+ min\)",
-                      re.M)
+EXERCISE = re.compile(r"^### Exercise (\d+)\.(\d+) — .+ \((derivation|code|what if), ≈ \d+ min, "
+                      r"difficulty (★☆☆|★★☆|★★★)\)", re.M)
+#: A folded hint in an exercise's text (at least one before the solution, ARENA's Hint 1).
+HINT = re.compile(r'<details class="attn-hint">\n<summary>Hint( \d)?</summary>\n\n.+?\n\n</details>',
+                  re.S)
 KINDS = {"derivation", "code", "what if"}
 CHECK_CALL = re.compile(r"\bex\.(check_\w+)\((\w+)(, solution=True)?\)")
 
@@ -82,6 +87,9 @@ def _exercises(path: Path) -> list[tuple[str, str, dict, dict]]:
             f"{path.name}: exercise {m.group(0)!r} is numbered for another chapter")
         code = [d for d in cells[i + 1:i + 4] if d["cell_type"] == "code"][:2]
         assert len(code) == 2, f"{path.name}: {m.group(0)!r} needs a stub and a solution cell"
+        assert HINT.search(_src(c)), (
+            f"{path.name}: {m.group(0)!r} needs a folded hint in its text "
+            '(<details class="attn-hint"><summary>Hint</summary> ... </details>)')
         out.append((m.group(0), m.group(3), code[0], code[1]))
     return out
 
