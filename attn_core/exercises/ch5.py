@@ -21,12 +21,34 @@ import torch
 
 from ..chapters.ch5_multihead import MultiHeadLuong
 from ..metrics import classify_heads
-from . import (Wrong, as_array, checker, expect_close, expect_pair, expect_shape,
-               first_mistake, matches, variant_table)
+from . import (Wrong, as_array, checker, expect_pair, expect_shape, first_mistake, matches,
+               variant_table)
 
 __all__ = ["check_multihead_attention", "check_head_labels", "check_heads_needed"]
 
 _LABELS = ("good", "bad", "inconsistent")
+
+
+def _expect_close(got: np.ndarray, want: np.ndarray, what: str, hint: str,
+                  rtol: float = 1e-4, atol: float = 1e-6) -> None:
+    """:class:`Wrong` unless ``got`` equals ``want`` within rtol/atol (float32 work passes).
+    Unlike :func:`~attn_core.exercises.expect_close`, the hint says where and what the
+    reader's value is, never the expected one: a learner who copied expected entries from
+    the hints would reach ✓ without the formula (issue #30)."""
+    if not np.all(np.isfinite(got)):
+        raise Wrong(f"{what} contains NaN or inf")
+    off = ~np.isclose(got, want, rtol=rtol, atol=atol)
+    if not off.any():
+        return
+    # the first entry off, not the worst: the worst of a constant answer would point at the
+    # reference's largest entry
+    first = tuple(int(i) for i in np.argwhere(off)[0])
+    close = np.all(np.abs(got - want) <= 1e-2 * (np.abs(want) + 1e-2))
+    how = ("close everywhere, within 1 %, but beyond the checker's tolerance (rtol 1e-4, "
+           "which float32 work passes): a small term missing or added?" if close else
+           "not a rounding difference")
+    raise Wrong(f"{what} is off at index {first}, where yours is {got[first]:.6g} ({how}) "
+                f"-- {hint}")
 
 
 
@@ -119,8 +141,7 @@ def check_multihead_attention(multihead_attention):
         for kind, hint in _ALPHA_HINTS.items():
             if matches(a_got, _attention_variant(s, h, W, P, reduce, kind)[1], 1e-4, 1e-6):
                 raise Wrong(hint)
-        expect_close(a_got, a_ref, "alpha", "α^k_tl = softmax over l of s_tᵀ W_k h_l",
-                     rtol=1e-4, atol=1e-6)
+        _expect_close(a_got, a_ref, "alpha", "α^k_tl = softmax over l of s_tᵀ W_k h_l")
         for kind, hint in _CONTEXT_HINTS.items():
             if matches(c_got, _attention_variant(s, h, W, P, reduce, kind)[0], 1e-4, 1e-6):
                 raise Wrong(hint)
@@ -129,8 +150,8 @@ def check_multihead_attention(multihead_attention):
             want, did = ("averaged", "summed") if reduce == "mean" else ("summed", "averaged")
             raise Wrong(f"with reduce={reduce!r} the projected contexts are {want} over the "
                         f"K heads; yours are {did}")
-        expect_close(c_got, c_ref, "c", f"c_t = the {reduce} over k of P_k c^k_t, with "
-                     f"c^k_t = Σ_l α^k_tl h_l", rtol=1e-4, atol=1e-6)
+        _expect_close(c_got, c_ref, "c", f"c_t = the {reduce} over k of P_k c^k_t, with "
+                      f"c^k_t = Σ_l α^k_tl h_l")
 
 
 # ------------------------------------------------------------------ Exercise 5.2 (what if)
@@ -204,15 +225,21 @@ def check_head_labels(head_labels):
                 raise Wrong(hint)
         i = int(np.flatnonzero(got != want)[0])
         raise Wrong(f"with good = {good}, bad = {bad}, the head with final accuracies "
-                    f"{tuple(final[i].tolist())} is labelled {got[i]!r} by yours; the "
+                    f"{tuple(final[i].tolist())} is labelled {str(got[i])!r} by yours; the "
                     f"protocol says otherwise")
 
 
 # --------------------------------------------------------------- Exercise 5.3 (derivation)
-#: (p, target): the chapter's p̂ for 0.9 and 0.99, rarer and commoner good heads, and a target
-#: one head already reaches (none lies on a boundary, where K would hinge on rounding).
+#: (p, target): the chapter's p̂ for 0.9 and 0.99, rarer and commoner good heads, a target one
+#: head already reaches (none of these lies near a boundary, where K would hinge on rounding),
+#: then EXACT_CASES.
 NEEDED_CASES = ((0.47, 0.9), (0.47, 0.99), (0.2, 0.9), (0.85, 0.99), (0.95, 0.9),
                 (0.01, 0.5), (0.3, 0.99), (0.6, 0.7))
+#: Pairs whose ratio ln(1 − target) / ln(1 − p) is a whole number (2, 3, 2): K heads reach the
+#: target exactly, so floor(ratio) + 1 is one too many (issue #30). 1 − p and 1 − target are
+#: powers of 2, so the closed form gives that whole number exactly, in float64 and float32.
+EXACT_CASES = ((0.5, 0.75), (0.5, 0.875), (0.75, 0.9375))
+NEEDED_CASES = NEEDED_CASES + EXACT_CASES
 
 
 def _needed_reference(p: float, target: float) -> int:
@@ -227,14 +254,67 @@ def _rate(p: float, k: float) -> float:
     return 1 - (1 - p) ** k
 
 
+def _below(rate: float, target: float) -> str:
+    """``rate`` (< ``target``) with enough decimals that it never prints as the target."""
+    for d in range(4, 17):
+        text = f"{rate:.{d}f}"
+        if float(text) < target:
+            return text
+    return repr(rate)
+
+
+def _round_half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+#: Ways of turning a ratio into a whole number (the right one is math.ceil).
+_ROUNDINGS = {"": lambda x: x, "ceil": math.ceil, "floor": math.floor,
+              "round": _round_half_up, "floor+1": lambda x: math.floor(x) + 1}
+
+
 def _needed_variants(p: float, t: float) -> dict[str, float]:
-    ratio = math.log(1 - t) / math.log(1 - p)
-    return {
-        "no_whole": ratio,
-        "p_for_fail": math.ceil(math.log(1 - t) / math.log(p)),
-        "target_for_fail": math.ceil(math.log(t) / math.log(1 - p)),
-        "fixed_target": math.ceil(math.log(0.1) / math.log(1 - p)),
-    }
+    """The usual mistakes' K for one pair: the right ratio rounded the wrong way, and every
+    rounding of a wrong ratio (a wrong ratio gets its own hint however it is rounded)."""
+    def ratio(a, b):
+        return math.log(a) / math.log(b)
+
+    right = ratio(1 - t, 1 - p)
+    out = {"no_whole": right, "floor": math.floor(right), "round": _round_half_up(right),
+           "floor_plus_one": math.floor(right) + 1, "one_more": math.ceil(right) + 1}
+    wrong = {"p_for_fail": ratio(1 - t, p), "target_for_fail": ratio(t, 1 - p),
+             "both_swapped": ratio(t, p), "inverted": ratio(1 - p, 1 - t),
+             "fixed_target": ratio(0.1, 1 - p)}
+    for name, r in wrong.items():
+        for how, rnd in _ROUNDINGS.items():
+            out[f"{name}/{how}"] = rnd(r)
+    return out
+
+
+_NEEDED_HINTS = {
+    "no_whole": "K counts heads: it must be a whole number (the smallest one for which the "
+                "rate reaches the target)",
+    "floor": "you rounded the ratio down (floor or int), so your K falls short of the "
+             "target: dividing by ln(1 − p) < 0 turns the inequality round, and K must be "
+             "at or above the ratio",
+    "round": "round() goes to the nearest whole number, down as often as up: K must be at "
+             "or above the ratio",
+    "floor_plus_one": "where the ratio is exactly a whole number (p = 0.5 and target = 0.75, "
+                      "say) your K is one too many: that many heads reach the target exactly, "
+                      "and the condition is >=. floor(x) + 1 is not rounding up there (and "
+                      "if you did round up, float noise pushed x above the whole number)",
+    "one_more": "your K is one more than needed: you want the smallest K with "
+                "1 − (1 − p)^K >= target",
+    "p_for_fail": "you used p where the chance that a head is bad, 1 − p, belongs: all K "
+                  "heads are bad with probability (1 − p)^K",
+    "target_for_fail": "(1 − p)^K is the chance that all K heads are bad: it must fall to "
+                       "1 − target, not to target",
+    "both_swapped": "you used p and target where their complements belong: the model fails "
+                    "only when all K heads are bad, with probability (1 − p)^K, and that "
+                    "must fall to 1 − target",
+    "inverted": "your ratio is upside down: solve K ln(1 − p) <= ln(1 − target) for K",
+    "fixed_target": "your K does not change with the target: use the target argument "
+                    "instead of a fixed 0.9",
+}
 
 
 @checker("Exercise 5.3: how many heads for a success rate")
@@ -249,19 +329,15 @@ def check_heads_needed(heads_needed):
         got.append(float(x.reshape(())))
     got = np.array(got)
     want = np.array([_needed_reference(p, t) for p, t in NEEDED_CASES], dtype=float)
-    variants = variant_table(_needed_variants, NEEDED_CASES)
     if not np.all(np.isfinite(got)):
         raise Wrong("some of your K are NaN or infinite: a log of a number <= 0?")
-    first_mistake(got, [
-        ("K counts heads: it must be a whole number (the smallest one for which "
-         "the rate reaches the target)", variants["no_whole"]),
-        ("you used p where the chance that a head is bad, 1 − p, belongs: all K "
-         "heads are bad with probability (1 − p)^K", variants["p_for_fail"]),
-        ("(1 − p)^K is the chance that all K heads are bad: it must fall to "
-         "1 − target, not to target", variants["target_for_fail"]),
-        ("your K does not change with the target: use the target argument "
-         "instead of a fixed 0.9", variants["fixed_target"]),
-    ], rtol=1e-5, atol=1e-8)  # matches()'s own tolerances
+    if np.array_equal(got, want):
+        return
+    variants = variant_table(_needed_variants, NEEDED_CASES)
+    first_mistake(got, [(_NEEDED_HINTS[name.split("/")[0]], value)
+                        for name, value in variants.items()
+                        if not np.array_equal(value, want)],
+                  rtol=1e-5, atol=1e-8)  # matches()'s own tolerances
     if np.any(got != np.round(got)):
         raise Wrong("K counts heads: it must be a whole number")
     for (p, t), g, w in zip(NEEDED_CASES, got, want):
@@ -270,9 +346,8 @@ def check_heads_needed(heads_needed):
                         f"head")
         if g < w:
             raise Wrong(f"for p = {p}, target = {t}: with your K = {g:.0f} heads the success "
-                        f"rate 1 − (1 − p)^K is {_rate(p, g):.4f}, below the target -- one "
-                        f"head short? (check the direction of your rounding)")
+                        f"rate 1 − (1 − p)^K is {_below(_rate(p, g), t)}, below the target: "
+                        f"too few heads")
         if g > w:
-            raise Wrong(f"for p = {p}, target = {t}: {g - 1:.0f} heads already give a "
-                        f"success rate of {_rate(p, g - 1):.4f} >= target -- you want the "
-                        f"smallest K (check the direction of your rounding)")
+            raise Wrong(f"for p = {p}, target = {t}: your K = {g:.0f} is not the smallest -- "
+                        f"fewer heads already reach the target")
