@@ -6,7 +6,8 @@ that the notebook uses every checker is tests/test_learning.py's."""
 import math
 
 import numpy as np
-from exercise_scaffold import scaffold_tests
+import pytest
+from exercise_scaffold import hint_leaks, scaffold_tests
 import torch
 
 from attn_core.chapters import ch4_copy as ch
@@ -122,6 +123,16 @@ WRONG = {
                                    luong_attention(s, h, W, a, P, b)[1] * 0.99),
          "alpha is off"),
         (lambda s, h, W, a, P, b: 1 / 0, "raised ZeroDivisionError"),
+        # no usual mistake: the hint says what is wrong with the weights, never their values
+        (lambda s, h, W, a, P, b: (luong_attention(s, h, W, a, P, b)[0],
+                                   2 * luong_attention(s, h, W, a, P, b)[1] - 1 / h.shape[1]),
+         "negative weights"),
+        (lambda s, h, W, a, P, b: (luong_attention(s, h, W, a, P, b)[0],
+                                   torch.full((*s.shape[:2], h.shape[1]), 1 / h.shape[1])),
+         "sum to 1 over l but are not the softmax"),
+        (lambda s, h, W, a, P, b: (luong_attention(s, h, W, a, P, b)[0] + 0.01,
+                                   luong_attention(s, h, W, a, P, b)[1]),
+         "while your alpha is right"),
     ],
     "check_guessing_level": [
         (lambda L, eos=False: 1 / L, "harmonic sum"),
@@ -152,6 +163,11 @@ WRONG = {
         (lambda src, tgt, V: scaled_counts(src, tgt, int(max(src.max(), tgt.max())) + 1),
          "minlength"),
         (lambda src, tgt, V: scaled_counts(src, tgt, V) + 0.01, "is off"),
+        (lambda src, tgt, V: scaled_counts(src, tgt, V) + 0.01, "add up to L·L"),
+        # the permutation table is flat, so rolling its columns changes the control's first
+        (lambda src, tgt, V: np.roll(scaled_counts(src, tgt, V), 1, axis=1),
+         "off on the control case (distinct words of a larger vocabulary): its total is "
+         "right"),
     ],
     "check_centred_table": [
         (_table(centre=False), "centre each row"),
@@ -163,6 +179,10 @@ WRONG = {
         (_table(off=lambda L, V: (L * (L - 1) / (V * (V - 1))) ** 2), "is off"),
         (lambda L, V: np.eye(V) * (L / V) * (1 - L / V) + 0.001, "0 everywhere"),
         (lambda L, V: centred_table(L, V)[:-1], "shape"),
+        (lambda L, V: centred_table(L, V) + (0.001 if L != V else 0), "rows are not centred"),
+        (lambda L, V: centred_table(L, V) + (0.01 * (np.eye(V) - np.roll(np.eye(V), 1, 1))
+                                             if L != V else 0), "same role"),
+        (_table(off=lambda L, V: (L * (L - 1) / (V * (V - 1))) ** 2), "gap between diagonal"),
     ],
 }
 
@@ -208,3 +228,88 @@ def test_references_agree_with_the_package():
     assert any(not np.allclose(ex._counts_reference(*c), ex._counts_reference(*c).T)
                for c in cases)
     assert any(int(max(src.max(), tgt.max())) + 1 < V for src, tgt, V in cases)
+
+
+# ------------------------------------------------------------------ float32 work passes (#30)
+def _float32(fn):
+    """fn computed in float32, as torch's default dtype (or numpy's float32) gives it."""
+    def answer(*args, **kw):
+        args = [t.float() if torch.is_tensor(t) and t.is_floating_point() else t
+                for t in args]
+        out = fn(*args, **kw)
+        if isinstance(out, tuple):
+            return tuple(o.float() for o in out)
+        return np.float32(out) if np.ndim(out) == 0 else np.asarray(out, dtype=np.float32)
+    return answer
+
+
+def centred_table_float32(L, V):
+    """The table built in float32 throughout (torch), so each entry carries float32 rounding
+    (an entry near -0.00227 comes out 3e-8 off; #30: the checker rejected it)."""
+    t = torch.full((V, V), L * (L - 1) / (V * (V - 1)))
+    t[range(V), range(V)] = L / V
+    return t - t.mean(1, keepdim=True)
+
+
+def guessing_level_float32(L, eos=False):
+    h = torch.zeros(())
+    for k in range(1, L + 1):
+        h = h + 1 / torch.tensor(float(k))
+    return (h + 1) / (L + 1) if eos else h / L
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_float32_work_passes(name):
+    check, solution = CHECKS[name]
+    assert check(_float32(solution))
+    extra = {"check_centred_table": centred_table_float32,
+             "check_guessing_level": guessing_level_float32}
+    if name in extra:
+        assert check(extra[name])
+
+
+# ------------------------------------------------------------------ the gaming learner (#30)
+def _attention_const(c_value, alpha_value=None):
+    """(c, alpha) of the right shapes, constants (alpha None: the right attention)."""
+    def answer(s, h, W, a, P, b):
+        B, T, H = s.shape
+        alpha = (luong_attention(s, h, W, a, P, b)[1] if alpha_value is None
+                 else torch.full((B, T, h.shape[1]), float(alpha_value)))
+        return torch.full((B, T, H), float(c_value)), alpha
+    return answer
+
+
+GAMED = {
+    "check_luong_attention": [
+        _attention_const(0, 0), _attention_const(0.5, 0.5), _attention_const(1, 1),
+        # uniform weights (a softmax of constant scores) and the next try: the right alpha,
+        # a constant c
+        lambda s, h, W, a, P, b: (torch.zeros(s.shape),
+                                  torch.full((*s.shape[:2], h.shape[1]), 1 / h.shape[1])),
+        _attention_const(0), _attention_const(0.5)],
+    "check_guessing_level": [lambda L, eos=False: 0.0, lambda L, eos=False: 0.5,
+                             lambda L, eos=False: 1.0,
+                             lambda L, eos=False: 1 / L],  # chance among all L words
+    "check_scaled_counts": [lambda src, tgt, V: np.zeros((V, V)),
+                            lambda src, tgt, V: np.ones((V, V)),
+                            lambda src, tgt, V: np.full((V, V), 0.5),
+                            lambda src, tgt, V: np.eye(V),
+                            # the right total, spread evenly: L·L/V² everywhere
+                            lambda src, tgt, V: np.full((V, V), src.shape[1] ** 2 / V ** 2)],
+    "check_centred_table": [lambda L, V: np.zeros((V, V)), lambda L, V: np.ones((V, V)),
+                            lambda L, V: np.full((V, V), 0.5), lambda L, V: np.eye(V),
+                            # centred and of the right form, with a guessed gap
+                            lambda L, V: np.eye(V) - 1 / V,
+                            lambda L, V: 0.5 * (np.eye(V) - 1 / V)],
+}
+
+
+@pytest.mark.parametrize("name, k", [(n, k) for n in GAMED for k in range(len(GAMED[n]))])
+def test_gamed_answer_is_refused_and_its_hint_leaks_nothing(name, k, capsys):
+    check, solution = CHECKS[name]
+    # allowed: the inputs the exercise's text names -- none of the reference's outputs
+    assert hint_leaks(check, solution, GAMED[name][k]) == []
+
+
+def test_every_checker_is_gamed_at_least_twice():
+    assert set(GAMED) == set(CHECKS) and all(len(v) >= 2 for v in GAMED.values())

@@ -13,6 +13,11 @@
   L distinct words are drawn from V >= L, against its closed form (the tests check that form
   against :func:`~attn_core.chapters.ch4_copy.scaled_count_table` on samples).
 
+Each checker accepts float32 work (its tolerance is a module constant, stated in the exercise's
+text), and a hint names the mistake and the case it shows on, never a value of the reference
+that a learner could copy into the next try (issue #30; ``tests/test_exercises_ch4.py`` plays
+that gaming learner).
+
 Used in ``notebooks/04_permutation_copy.ipynb`` as ``from attn_core.exercises import ch4 as
 ex``; see :mod:`attn_core.exercises` for the pattern.
 """
@@ -26,7 +31,7 @@ import torch
 
 from ..chapters.ch4_copy import LuongSeq2Seq, guessing_accuracy
 from ..theory import count_table
-from . import (Wrong, checker, expect_close, expect_number, expect_pair,
+from . import (Wrong, checker, expect_number, expect_pair,
                expect_shape, matches)
 
 __all__ = ["check_luong_attention", "check_guessing_level", "check_scaled_counts",
@@ -38,6 +43,13 @@ __all__ = ["check_luong_attention", "check_guessing_level", "check_scaled_counts
 #: (B, T, L, H): T < L, T > L and T = L (a square attention map, where only the values tell a
 #: softmax over the wrong axis).
 ATTENTION_SHAPES = ((2, 4, 6, 5), (3, 5, 3, 4), (2, 5, 5, 3))
+#: Each shape's case in words, by the sign of T − L (a hint names the case, never a number:
+#: #30's gaming learner must not read the reference's values off a hint).
+_ATTENTION_CASE_NAMES = {-1: "the case with fewer output steps than source positions",
+                         1: "the case with more output steps than source positions",
+                         0: "the square case, as many output steps as source positions"}
+#: (rtol, atol) of Exercise 4.1: float32 work (torch's default) passes.
+ATTENTION_TOL = (1e-4, 1e-6)
 
 
 def _attention_cases():
@@ -124,15 +136,40 @@ def check_luong_attention(luong_attention):
         c_got = expect_shape(c_got, (B, T, H), "c", "one context per batch item and output "
                                                      "step: (B, T, H)")
         c_ref, a_ref = _attention_reference(s, h, W, a, P, b)
-        for kind, hint in _ALPHA_HINTS.items():
-            if matches(a_got, _attention_variant(s, h, W, a, P, b, kind)[1], 1e-4, 1e-6):
-                raise Wrong(hint)
-        expect_close(a_got, a_ref, "alpha", "α_tl = softmax over l of s_tᵀ W h_l + aᵀ h_l",
-                     rtol=1e-4, atol=1e-6)
-        for kind, hint in _CONTEXT_HINTS.items():
-            if matches(c_got, _attention_variant(s, h, W, a, P, b, kind)[0], 1e-4, 1e-6):
-                raise Wrong(hint)
-        expect_close(c_got, c_ref, "c", "c_t = P (Σ_l α_tl h_l) + b", rtol=1e-4, atol=1e-6)
+        case = _ATTENTION_CASE_NAMES[(T > L) - (T < L)]
+        if not matches(a_got, a_ref, *ATTENTION_TOL):
+            for kind, hint in _ALPHA_HINTS.items():
+                if matches(a_got, _attention_variant(s, h, W, a, P, b, kind)[1],
+                           *ATTENTION_TOL):
+                    raise Wrong(hint)
+            _alpha_off(a_got, case)
+        if not matches(c_got, c_ref, *ATTENTION_TOL):
+            for kind, hint in _CONTEXT_HINTS.items():
+                if matches(c_got, _attention_variant(s, h, W, a, P, b, kind)[0],
+                           *ATTENTION_TOL):
+                    raise Wrong(hint)
+            if not np.all(np.isfinite(c_got)):
+                raise Wrong("c contains NaN or inf")
+            raise Wrong(f"c is off while your alpha is right (on {case}): the context is "
+                        f"c_t = P (Σ_l α_tl h_l) + b -- check the weighted sum over the "
+                        f"source positions l, then the projection and its bias")
+
+
+def _alpha_off(alpha: np.ndarray, case: str) -> None:
+    """The hint for attention weights that are no usual mistake: what is wrong with them
+    (never the reference's values, which a learner could copy)."""
+    if not np.all(np.isfinite(alpha)):
+        raise Wrong("alpha contains NaN or inf: does your softmax overflow?")
+    if np.any(alpha < -ATTENTION_TOL[1]):
+        raise Wrong("alpha is off: it has negative weights, and a softmax's weights are "
+                    "positive")
+    if not np.allclose(alpha.sum(-1), 1, atol=1e-4):
+        raise Wrong("alpha is off: your weights do not sum to 1 over the source positions l "
+                    "for every batch item and output step (α_t· = softmax over l of the "
+                    "scores)")
+    raise Wrong(f"alpha is off (on {case}): your weights sum to 1 over l but are not the "
+                f"softmax over l of s_tᵀ W h_l + aᵀ h_l -- check which of s, W, a and h "
+                f"enter the score, and where")
 
 
 # --------------------------------------------------------------- Exercise 4.2 (derivation)
@@ -235,6 +272,16 @@ def _count_cases():
             (unused, unused.clone(), 6)]
 
 
+#: Each count case in words (a hint names the case, never a number of the reference's table).
+_COUNT_CASE_NAMES = ("the permutation case",
+                     "the control case (distinct words of a larger vocabulary)",
+                     "the case of i.i.d. words with repeats",
+                     "the translation case (o = i + 1 mod V)", "the scrambled-target case",
+                     "the case of a vocabulary with unused words")
+#: (rtol, atol) of Exercise 4.3: float32 work passes.
+COUNT_TOL = (1e-5, 1e-8)
+
+
 def _counts_reference(src, tgt, V):
     L, n = src.shape[1], src.shape[0]
     return count_table(src, tgt, V, V) * L / n
@@ -277,25 +324,36 @@ _COUNT_HINTS = {
 @checker("Exercise 4.3: the scaled count table")
 def check_scaled_counts(scaled_counts):
     """``scaled_counts(src, tgt, V)`` -> the (V, V) table L·C/n of the n sentence pairs."""
-    for src, tgt, V in _count_cases():
+    for case, (src, tgt, V) in zip(_COUNT_CASE_NAMES, _count_cases()):
         got = expect_shape(scaled_counts(src.clone(), tgt.clone(), V), (V, V), "the table",
                            "one row per input word and one column per output word, 0..V−1, "
                            "even a word that never occurs (np.bincount's minlength)")
         want = _counts_reference(src, tgt, V)
-        if matches(got, want):
+        if matches(got, want, *COUNT_TOL):
             continue
         for kind, hint in _COUNT_HINTS.items():
             bad = _counts_variant(src, tgt, V, kind)
-            if not matches(bad, want) and matches(got, bad):
+            if not matches(bad, want, *COUNT_TOL) and matches(got, bad, *COUNT_TOL):
                 raise Wrong(hint)
-        expect_close(got, want, "the table", "L·C/n: the mean over the pairs of (count of i "
-                     "in x) × (count of o in y)", rtol=1e-6, atol=1e-9)
+        if not np.all(np.isfinite(got)):
+            raise Wrong("the table contains NaN or inf")
+        L = src.shape[1]
+        if not math.isclose(float(got.sum()), L * L, rel_tol=COUNT_TOL[0]):
+            raise Wrong(f"the table is off on {case}: its entries should add up to L·L, "
+                        f"since every sentence pair has L·L pairs of positions (l, t), each "
+                        f"adding 1/L to C, and L·C/n scales that back to one per pair")
+        raise Wrong(f"the table is off on {case}: its total is right, so some counts land "
+                    f"in the wrong cells -- entry (i, o) is the mean over the sentence pairs "
+                    f"of (count of i in x) × (count of o in y)")
 
 
 # ----------------------------------------------------------------- Exercise 4.4 (what if)
 #: (L, V): permutations (V = L), one extra word, the control, small cases by hand, and one
 #: input word (L = 1).
 TABLE_CASES = ((20, 20), (20, 21), (20, 30), (3, 5), (2, 7), (4, 4), (1, 4))
+#: (rtol, atol) of Exercise 4.4: float32 work (numpy's or torch's) passes -- an entry near
+#: -0.00227 comes out 3e-8 off in float32, and the usual mistakes are 1e-3 off or more.
+TABLE_TOL = (1e-5, 1e-6)
 
 
 def _centred_reference(L: int, V: int) -> np.ndarray:
@@ -348,15 +406,32 @@ def check_centred_table(centred_table):
         got = expect_shape(centred_table(L, V), (V, V), f"centred_table({L}, {V})",
                            "one row per input word i and one column per output word o")
         want = _centred_reference(L, V)
-        if matches(got, want, 1e-6, 1e-9):
+        if matches(got, want, *TABLE_TOL):
             continue
         for kind, hint in _TABLE_HINTS.items():
             bad = _table_variant(L, V, kind)
-            if not matches(bad, want) and matches(got, bad):
+            if not matches(bad, want, *TABLE_TOL) and matches(got, bad, *TABLE_TOL):
                 raise Wrong(hint)
         if L == V:
             raise Wrong(f"at V = L = {L} (permutations) every input holds every word: the "
                         f"centred table is 0 everywhere")
-        expect_close(got, want, f"centred_table({L}, {V})", "diagonal L/V, off-diagonal "
-                     "P(i and o both in x), then subtract each row's mean", rtol=1e-6,
-                     atol=1e-9)
+        _table_off(got, L, V)
+
+
+def _table_off(got: np.ndarray, L: int, V: int) -> None:
+    """The hint for a centred table that is no usual mistake: what is wrong with its form
+    (never the reference's entries, which a learner could copy)."""
+    what = f"centred_table({L}, {V})"
+    if not np.all(np.isfinite(got)):
+        raise Wrong(f"{what} contains NaN or inf")
+    tol = TABLE_TOL[1] + TABLE_TOL[0] * np.abs(got).max()
+    if np.abs(got.sum(1)).max() > V * tol:
+        raise Wrong(f"{what} is off: its rows are not centred -- subtract each row's mean "
+                    f"over the output words o, so that every row sums to 0")
+    diag, off = np.diag(got), got[~np.eye(V, dtype=bool)]
+    if np.ptp(diag) > tol or np.ptp(off) > tol:
+        raise Wrong(f"{what} is off: every word plays the same role, so all the diagonal "
+                    f"entries should be equal, and so should all the off-diagonal ones")
+    raise Wrong(f"{what} is off: its form is right (rows centred, a constant diagonal and "
+                f"off-diagonal), but the gap between diagonal and off-diagonal is not "
+                f"P(i in x) − P(i and o both in x)")
