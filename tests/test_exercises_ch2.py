@@ -6,6 +6,7 @@ That the notebook uses every checker in a stub and a solution cell: tests/test_l
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import torch
 
 from attn_core.exercises import ch2 as ex
 from attn_core.theory import sen_curve
-
+from exercise_scaffold import hint_leaks
 
 
 def _stub(*args):
@@ -196,3 +197,132 @@ def test_sen_score_inverts_the_curve():
         ex.sen_score(1.0, 0)
     with pytest.raises(TypeError, match="m must be an int >= 1"):
         ex.sen_score(1.0, 2.5)
+
+
+# ------------------------------------------------------------------------- float32 work (#30)
+def half_torch32(m):  # torch's default float32 throughout
+    s = torch.log(torch.tensor(float(m)))
+    return s, torch.sqrt(2 * (s + torch.expm1(s) / m))
+
+
+def theorem1_torch32(s, v0, m):
+    s, v0 = torch.tensor(float(s)), torch.tensor(float(v0))
+    return torch.sqrt(v0 ** 2 + 2 * (s + (torch.exp(s) - 1) / m))
+
+
+def attention_bisect20(v, m):  # float32, 20 bisection steps (score error ~ v²/2 · 1e-6)
+    v = torch.tensor(float(v))
+    lo, hi = torch.tensor(0.0), v * v / 2
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if torch.sqrt(2 * (mid + torch.expm1(mid) / m)) < v else (lo, mid)
+    s = (lo + hi) / 2
+    return torch.exp(s) / (torch.exp(s) + m)
+
+
+def forward_float32(x, emb, keys, q, U):
+    return _forward(x, emb.float(), keys.float(), q.float(), U.float())
+
+
+@pytest.mark.parametrize("name,answer", [
+    ("check_half_attention", half_torch32), ("check_theorem1_norm", theorem1_torch32),
+    ("check_attention_at_norm", attention_bisect20),
+    ("check_attention_forward", forward_float32)])
+def test_float32_work_is_accepted(name, answer):
+    assert getattr(ex, name)(answer, solution=True)
+
+
+# ------------------------------------------------------------------- the gaming learner (#30)
+def _fwd_const(p_value, logit_value):
+    def forward(x, emb, keys, q, U):
+        p = torch.full(x.shape, 1 / x.shape[1] if p_value == "uniform" else p_value)
+        return p, torch.full((x.shape[0], U.shape[1]), logit_value)
+    return forward
+
+
+def _fwd_right_p(x, emb, keys, q, U):  # one part fixed: the attention right, logits 0
+    return forward_ref(x, emb, keys, q, U)[0], torch.zeros(x.shape[0], U.shape[1])
+
+
+def _fwd_right_logits(x, emb, keys, q, U):  # the other part: logits right, p uniform
+    return torch.full(x.shape, 1 / x.shape[1]), forward_ref(x, emb, keys, q, U)[1]
+
+
+#: Answers of the right form that know nothing: all zeros, a constant, and (for the pair
+#: answers) one part right and the other a constant. No checker may accept them, and their
+#: hints may show none of the reference's own outputs. No ``allowed`` numbers: the only
+#: numbers in these hints are the checkers' inputs (m, v, s, ‖v₀‖), which the hint_leaks
+#: test would flag only if one coincided with a reference output.
+GAMED = {
+    "check_attention_forward": {
+        "zeros": _fwd_const(0.0, 0.0), "uniform, logits 1": _fwd_const("uniform", 1.0),
+        "p 0.5, logits 0.5": _fwd_const(0.5, 0.5), "p right, logits 0": _fwd_right_p,
+        "logits right, p uniform": _fwd_right_logits},
+    "check_half_attention": {
+        "zeros": lambda m: (0.0, 0.0), "0.5": lambda m: (0.5, 0.5),
+        "ones": lambda m: (1.0, 1.0), "s right, v 0": lambda m: (math.log(m), 0.0)},
+    "check_attention_at_norm": {
+        "zeros": lambda v, m: 0.0, "0.5": lambda v, m: 0.5, "ones": lambda v, m: 1.0,
+        "uniform share": lambda v, m: 1 / (m + 1)},
+    "check_theorem1_norm": {
+        "zeros": lambda s, v0, m: 0.0, "0.5": lambda s, v0, m: 0.5,
+        "ones": lambda s, v0, m: 1.0, "norm unchanged": lambda s, v0, m: v0},
+}
+GAMED_CASES = [(n, g) for n, answers in GAMED.items() for g in answers]
+
+
+def test_every_checker_is_gamed():
+    assert set(GAMED) == set(CASES) and all(len(a) >= 2 for a in GAMED.values())
+
+
+@pytest.mark.parametrize("name,gamed", GAMED_CASES, ids=[f"{n}-{g}" for n, g in GAMED_CASES])
+def test_a_gamed_answer_is_refused_and_its_hint_shows_no_reference_value(name, gamed,
+                                                                          capsys):
+    leaks = hint_leaks(getattr(ex, name), CASES[name][0], GAMED[name][gamed])
+    assert not leaks, f"{gamed}: the hint shows the reference's {leaks}"
+    assert "expected" not in capsys.readouterr().out.split("✗")[-1]
+
+
+#: The hints that name an entry (a case of the checker's inputs): how to read it back.
+NAMED_ENTRY = {
+    "check_half_attention": (r"for m = (\d+)", lambda g: (int(g[0]),)),
+    "check_attention_at_norm": (r"attention_at_norm\(([\d.]+), (\d+)\)",
+                                lambda g: (float(g[0]), int(g[1]))),
+    "check_theorem1_norm": (r"theorem1_norm\((-?[\d.]+), ([\d.]+), (\d+)\)",
+                            lambda g: (float(g[0]), float(g[1]), int(g[2]))),
+}
+
+
+@pytest.mark.parametrize("name", NAMED_ENTRY)
+@pytest.mark.parametrize("gamed", ["zeros", "0.5"])
+def test_fixing_the_entry_a_hint_names_leaks_nothing_either(name, gamed, capsys):
+    """The gamed answer with the entry its hint named made right (as if the learner had
+    worked out that one case): still refused, and the next hint shows no reference value
+    either, so copying from the hints never reaches ✓."""
+    check, reference = getattr(ex, name), CASES[name][0]
+    const = GAMED[name][gamed]
+    pattern, parse = NAMED_ENTRY[name]
+    named = re.search(pattern, check(const).message)
+    assert named, "the hint names no entry: update NAMED_ENTRY"
+    case = parse(named.groups())
+
+    def one_entry_fixed(*args):
+        return reference(*args) if args == case else const(*args)
+
+    leaks = hint_leaks(check, reference, one_entry_fixed)
+    assert not leaks, f"{gamed}, {case} fixed: the hint shows the reference's {leaks}"
+    again = re.search(pattern, check(one_entry_fixed).message)  # the next hint, if it names one
+    assert again is None or again.groups() != named.groups()
+
+
+def test_forward_uniform_attention_gets_its_own_hint():
+    """#30: a uniform attention (the model at initialisation) got "p is off at index (4, 1):
+    got 0.25, expected 0.572819" -- a value to copy. Now the hint names the mistake."""
+    result = ex.check_attention_forward(_fwd_const("uniform", 0.0))
+    assert "uniform" in result.message and "expected" not in result.message
+
+
+def test_forward_right_attention_wrong_logits_is_told_so():
+    result = ex.check_attention_forward(_fwd_right_p)
+    assert "attention is right but the logits are off" in result.message
+    assert "expected" not in result.message
