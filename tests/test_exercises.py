@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.exercises import (Wrong, checker, expect_number, expect_pair, first_mistake,
-                                 matches)
+from attn_core.exercises import (Wrong, checker, expect_close, expect_number, expect_pair,
+                                 first_mistake, matches)
 
 
 def test_expect_number_takes_one_number_in_any_form():
@@ -96,3 +96,19 @@ def test_checker_prints_and_raises_only_for_solutions(capsys):
         check_twice(lambda x: x, solution=True)
     with pytest.raises(TypeError, match="answer must be the exercise's function"):
         check_twice(4)
+
+
+def test_expect_close_names_the_first_entry_off_and_never_the_expected_value():
+    want = np.array([[0.25, 0.75], [0.123456, 0.876544]])
+    expect_close(want.astype(np.float32), want, "p")              # float32 work passes
+    with pytest.raises(Wrong) as err:
+        expect_close(np.full((2, 2), 0.5), want, "p", "rows are softmaxes")
+    msg = str(err.value)
+    assert "at index (0, 0), where yours is 0.5" in msg and "rows are softmaxes" in msg
+    assert "not a rounding difference" in msg
+    for v in want.ravel():                                        # no reference value shown
+        assert f"{v:.6g}" not in msg and f"{v:.3g}" not in msg
+    with pytest.raises(Wrong, match=r"at index \(1, 1\).*close everywhere, within 1 %"):
+        expect_close(want * np.array([[1, 1], [1, 1.001]]), want, "p")
+    with pytest.raises(Wrong, match=r"^x is off: yours is 2 \(not a rounding difference\)$"):
+        expect_close(2.0, 1.0, "x")

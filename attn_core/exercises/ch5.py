@@ -21,35 +21,12 @@ import torch
 
 from ..chapters.ch5_multihead import MultiHeadLuong
 from ..metrics import classify_heads
-from . import (Wrong, as_array, checker, expect_pair, expect_shape, first_mistake, matches,
-               variant_table)
+from . import (Wrong, as_array, checker, expect_close, expect_pair, expect_shape, first_mistake,
+               matches, variant_table)
 
 __all__ = ["check_multihead_attention", "check_head_labels", "check_heads_needed"]
 
 _LABELS = ("good", "bad", "inconsistent")
-
-
-def _expect_close(got: np.ndarray, want: np.ndarray, what: str, hint: str,
-                  rtol: float = 1e-4, atol: float = 1e-6) -> None:
-    """:class:`Wrong` unless ``got`` equals ``want`` within rtol/atol (float32 work passes).
-    Unlike :func:`~attn_core.exercises.expect_close`, the hint says where and what the
-    reader's value is, never the expected one: a learner who copied expected entries from
-    the hints would reach ✓ without the formula (issue #30)."""
-    if not np.all(np.isfinite(got)):
-        raise Wrong(f"{what} contains NaN or inf")
-    off = ~np.isclose(got, want, rtol=rtol, atol=atol)
-    if not off.any():
-        return
-    # the first entry off, not the worst: the worst of a constant answer would point at the
-    # reference's largest entry
-    first = tuple(int(i) for i in np.argwhere(off)[0])
-    close = np.all(np.abs(got - want) <= 1e-2 * (np.abs(want) + 1e-2))
-    how = ("close everywhere, within 1 %, but beyond the checker's tolerance (rtol 1e-4, "
-           "which float32 work passes): a small term missing or added?" if close else
-           "not a rounding difference")
-    raise Wrong(f"{what} is off at index {first}, where yours is {got[first]:.6g} ({how}) "
-                f"-- {hint}")
-
 
 
 # --------------------------------------------------------------------- Exercise 5.1 (code)
@@ -141,7 +118,8 @@ def check_multihead_attention(multihead_attention):
         for kind, hint in _ALPHA_HINTS.items():
             if matches(a_got, _attention_variant(s, h, W, P, reduce, kind)[1], 1e-4, 1e-6):
                 raise Wrong(hint)
-        _expect_close(a_got, a_ref, "alpha", "α^k_tl = softmax over l of s_tᵀ W_k h_l")
+        expect_close(a_got, a_ref, "alpha", "α^k_tl = softmax over l of s_tᵀ W_k h_l",
+                     rtol=1e-4, atol=1e-6)
         for kind, hint in _CONTEXT_HINTS.items():
             if matches(c_got, _attention_variant(s, h, W, P, reduce, kind)[0], 1e-4, 1e-6):
                 raise Wrong(hint)
@@ -150,8 +128,8 @@ def check_multihead_attention(multihead_attention):
             want, did = ("averaged", "summed") if reduce == "mean" else ("summed", "averaged")
             raise Wrong(f"with reduce={reduce!r} the projected contexts are {want} over the "
                         f"K heads; yours are {did}")
-        _expect_close(c_got, c_ref, "c", f"c_t = the {reduce} over k of P_k c^k_t, with "
-                      f"c^k_t = Σ_l α^k_tl h_l")
+        expect_close(c_got, c_ref, "c", f"c_t = the {reduce} over k of P_k c^k_t, with "
+                     f"c^k_t = Σ_l α^k_tl h_l", rtol=1e-4, atol=1e-6)
 
 
 # ------------------------------------------------------------------ Exercise 5.2 (what if)
