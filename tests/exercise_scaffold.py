@@ -114,8 +114,9 @@ def hint_leaks(check, reference, gamed, allowed=()) -> list[str]:
     nothing: zeros, a constant) and return the numbers in its hint that are the reference's
     own outputs on the checker's inputs, shown to the hint's digits -- what a learner could copy
     into the next submission. Trivial values (0, ±1), the gamed answer's own outputs and
-    ``allowed`` (numbers the exercise's text already gives) do not count. Also asserts that
-    the gamed answer is not accepted."""
+    ``allowed`` (numbers the exercise's text already gives) do not count -- except after the
+    word "expected", which always counts. Also asserts that the gamed answer is not
+    accepted."""
     seen_ref, seen_gamed = [], []
 
     def recording(store, fn):
@@ -129,7 +130,8 @@ def hint_leaks(check, reference, gamed, allowed=()) -> list[str]:
     result = check(recording(seen_gamed, gamed))
     assert result.status == "wrong", f"a gamed answer was accepted: {result.line()}"
     trivial = {0.0, 1.0, -1.0, *map(float, allowed)}
-    leaks = []
+    # "expected 1" is a leak even when 1 is trivial elsewhere (a table of 0, 0.5 and 1)
+    leaks = __import__("re").findall(r"expected:? *-?\d[\d.e-]*", result.message)
     for text in _NUMBER.findall(result.message):
         v = float(text)
         if any(_printed_as(t, text) for t in trivial | set(seen_gamed)):

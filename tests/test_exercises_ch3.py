@@ -5,6 +5,7 @@ That the notebook uses every checker in a stub and a solution cell: tests/test_l
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -14,6 +15,7 @@ from attn_core import theory
 from attn_core.chapters.ch3_ibm1 import TRANSLATION
 from attn_core.data import encode_corpus
 from attn_core.exercises import ch3 as ex
+from exercise_scaffold import hint_leaks
 
 
 
@@ -41,7 +43,10 @@ FIRST_STEP_WRONG = {
     "probabilities": (lambda C: first_step_ref(C) / C.shape[1], "probabilities"),
     "Trans": (lambda C: theory.ibm1_translation(C) - 1 / C.shape[1], "raw counts"),
     "transposed": (lambda C: first_step_ref(C).T, "shape"),
-    "off by a little": (lambda C: first_step_ref(C) + 0.01, "is off"),
+    "off by a little": (lambda C: first_step_ref(C) + 0.01, "sum to 0"),
+    "two entries off, rows still summing to 0": (
+        lambda C: first_step_ref(C) + 0.01 * (np.arange(np.shape(C)[1]) < 2)
+        * np.array([1, -1] + [0] * (np.shape(C)[1] - 2)), "is off on the first"),
 }
 
 
@@ -119,6 +124,13 @@ def em_null(trans, sources, targets):
                                                                 1 / trans.shape[1])])
 
 
+def em_slip_in_row_2(trans, sources, targets):  # row 2 moved a tenth onto o = 0
+    out = em_loop(trans, sources, targets)
+    out[2] *= 0.9
+    out[2, 0] += 0.1
+    return out
+
+
 EM_WRONG = {
     "uniform posterior": (_em(posterior="uniform"), "ignores the current table"),
     "posterior over t": (_em(posterior="target"), "source positions"),
@@ -131,6 +143,7 @@ EM_WRONG = {
     "NaN": (lambda tr, s, t: em_loop(tr, s, t) * np.nan, "NaN"),
     "rows not normalised": (lambda tr, s, t: em_loop(tr, s, t) * 2, "sum to 1"),
     "crash": (lambda tr, s, t: 1 / 0, "ZeroDivisionError"),
+    "a slip in one row": (em_slip_in_row_2, "row of source word i = 2"),
 }
 
 
@@ -233,3 +246,124 @@ def test_the_checker_does_not_mutate_its_inputs_for_the_next_case():
         return new
 
     assert ex.check_em_step(in_place)
+
+
+# --------------------------------------------------------------------------- the gaming learner
+# (#30 §3) Answers that know nothing (zeros, a constant, the input handed back) and near misses
+# (the reference with one entry or one row wrong, as a learner who copied a hint's "expected"
+# value would submit): none is accepted, and no hint shows a number the reference computes.
+
+
+def _like_C(value):
+    return lambda C: np.full(np.shape(C), value)
+
+
+def _first_step_one_entry_off(C):
+    out = first_step_ref(C)
+    out[0, 0] += 0.25
+    return out
+
+
+def _table_one_entry_off():
+    out = np.array(TABLE)
+    out[1, 1] = 0.0                      # Haus/house forgotten
+    return out
+
+
+def _table_one_row_off():
+    out = np.array(TABLE)
+    out[4] = 0.0                         # the fourth pair, im Haus, left out
+    return out
+
+
+def _em_one_entry_off(trans, s, t):
+    out = em_ref(trans, s, t)
+    out[0] *= 0.9
+    out[0, 0] += 0.1                     # row 0 still sums to 1
+    return out
+
+
+GAMED = {
+    "check_first_step": (first_step_ref, {
+        "zeros": _like_C(0.0), "0.5": _like_C(0.5), "ones": _like_C(1.0),
+        "C handed back minus a constant": lambda C: np.asarray(C) - 0.5,
+        "one entry off": _first_step_one_entry_off}),
+    "check_count_table_by_hand": (table_ref, {
+        "zeros": lambda: np.zeros((5, 5)), "0.5": lambda: np.full((5, 5), 0.5),
+        "ones": lambda: np.ones((5, 5)), "one entry off": _table_one_entry_off,
+        "one row off": _table_one_row_off}),
+    "check_em_step": (em_ref, {
+        "zeros": lambda tr, s, t: np.zeros_like(tr),
+        "uniform": lambda tr, s, t: np.full(tr.shape, 1 / tr.shape[1]),
+        "the input table": lambda tr, s, t: tr.copy(),
+        "one entry off": _em_one_entry_off}),
+    "check_one_step_recovery": (recovery_ref, {
+        "zeros": lambda z: 0.0, "0.5": lambda z: 0.5, "ones": lambda z: 1.0,
+        "the exponent itself": lambda z: z}),
+}
+GAMED_CASES = [(name, g) for name in GAMED for g in GAMED[name][1]]
+
+
+def test_every_checker_is_played_by_the_gaming_learner():
+    assert set(GAMED) == {c.__name__ for c, _, _ in CASES}
+    assert all(len(v[1]) >= 2 for v in GAMED.values())
+
+
+@pytest.mark.parametrize("name, gamed", GAMED_CASES, ids=[f"{n}-{g}" for n, g in GAMED_CASES])
+def test_a_gamed_answer_is_refused_and_its_hint_shows_no_reference_value(name, gamed,
+                                                                          capsys):
+    reference, answers = GAMED[name]
+    leaks = hint_leaks(getattr(ex, name), reference, answers[gamed])
+    assert not leaks, f"{gamed}: the hint shows the reference's {leaks}"
+    assert not re.search(r"expected -?\d", capsys.readouterr().out.split("✗")[-1])
+
+
+def test_following_the_count_tables_hints_from_zeros_never_reaches_the_answer():
+    """The issue's game: start from an all-zero table and, each time the hint names an entry
+    and its expected value, copy that value in. It took 15 submissions to reach ✓; now the
+    hints name no value, so it gets nowhere."""
+    table = np.zeros((5, 5))
+    for _ in range(40):
+        result = ex.check_count_table_by_hand(lambda: table.copy())
+        assert result.status == "wrong"
+        m = re.search(r"index \((\d), (\d)\): got \S+, expected (\S+?)(?: |$)", result.message)
+        if not m:
+            break
+        table[int(m.group(1)), int(m.group(2))] = float(m.group(3))
+    assert not ex.check_count_table_by_hand(lambda: table.copy())
+    assert np.all(table == 0), "a hint gave away an entry of the table"
+
+
+def test_the_count_tables_hint_names_the_wrong_row_and_its_pairs():
+    """A slip the checker cannot name gets the first wrong row and the pairs its word is in
+    (both in the exercise's text), not the entry's value."""
+    result = ex.check_count_table_by_hand(_table_one_entry_off)
+    assert "Haus" in result.message and "das Haus" in result.message
+    assert "im Haus" in result.message and "0.5" not in result.message
+    result = ex.check_count_table_by_hand(_table_one_row_off)
+    assert "row im" in result.message
+
+
+def test_the_first_steps_generic_hints():
+    assert "0 everywhere" in ex.check_first_step(_like_C(0.0)).message
+    assert "sum to 0" in ex.check_first_step(_like_C(0.5)).message
+    assert "proportional" in ex.check_first_step(lambda C: 3 * first_step_ref(C)).message
+
+
+def test_an_em_step_that_returns_its_input_is_recognised():
+    assert "returns the table it was given" in ex.check_em_step(
+        lambda tr, s, t: tr.copy()).message
+
+
+def test_float32_work_passes():
+    """The checkers' tolerance (relative 1e-5, stated in the exercises) accepts float32 work,
+    torch's default, and still refuses the usual mistakes (the tests above)."""
+    import torch
+
+    def first_step_f32(C):
+        C = torch.tensor(np.asarray(C), dtype=torch.float32)
+        return C - C.mean(1, keepdim=True)
+
+    assert ex.check_first_step(first_step_f32)
+    assert ex.check_em_step(lambda tr, s, t: em_loop(np.asarray(tr, np.float32), s, t))
+    assert ex.check_count_table_by_hand(lambda: np.array(TABLE, dtype=np.float32))
