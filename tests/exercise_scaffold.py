@@ -133,9 +133,26 @@ def hint_leaks(check, reference, gamed, allowed=()) -> list[str]:
     # "expected 1" is a leak even when 1 is trivial elsewhere (a table of 0, 0.5 and 1)
     leaks = __import__("re").findall(r"expected:? *-?\d[\d.e-]*", result.message)
     for text in _NUMBER.findall(result.message):
-        v = float(text)
         if any(_printed_as(t, text) for t in trivial | set(seen_gamed)):
             continue
         if any(_printed_as(r, text) for r in seen_ref if r not in trivial):
             leaks.append(text)
     return leaks
+
+
+def gaming_tests(checks: dict, gamed: dict):
+    """The gaming-learner tests for a chapter whose ``checks`` are ``{name: (checker,
+    reference)}`` and ``gamed`` ``{name: [gamed answer, ...]}``: every gamed answer is refused
+    and its hint leaks none of the reference's outputs (:func:`hint_leaks`, nothing
+    ``allowed``), and every checker is gamed at least twice. Bind both to ``test_*`` names."""
+
+    @pytest.mark.parametrize("name, k", [(n, k) for n in gamed for k in range(len(gamed[n]))])
+    def test_gamed_answer_is_refused_and_its_hint_leaks_nothing(name, k, capsys):
+        check, reference = checks[name]
+        assert hint_leaks(check, reference, gamed[name][k]) == []
+
+    def test_every_checker_is_gamed_at_least_twice():
+        assert set(gamed) == set(checks) and all(len(v) >= 2 for v in gamed.values())
+
+    return test_gamed_answer_is_refused_and_its_hint_leaks_nothing, \
+        test_every_checker_is_gamed_at_least_twice

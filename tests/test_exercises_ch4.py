@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from exercise_scaffold import hint_leaks, scaffold_tests
+from exercise_scaffold import gaming_tests, scaffold_tests
 import torch
 
 from attn_core.chapters import ch4_copy as ch
@@ -304,12 +304,7 @@ GAMED = {
 }
 
 
-@pytest.mark.parametrize("name, k", [(n, k) for n in GAMED for k in range(len(GAMED[n]))])
-def test_gamed_answer_is_refused_and_its_hint_leaks_nothing(name, k, capsys):
-    check, solution = CHECKS[name]
-    # allowed: the inputs the exercise's text names -- none of the reference's outputs
-    assert hint_leaks(check, solution, GAMED[name][k]) == []
-
-
-def test_every_checker_is_gamed_at_least_twice():
-    assert set(GAMED) == set(CHECKS) and all(len(v) >= 2 for v in GAMED.values())
+# zeros, constants, near misses: refused, and no hint shows a number of the reference's
+# own outputs (nothing is `allowed`: the hints quote only the inputs and the reader's values)
+(test_gamed_answer_is_refused_and_its_hint_leaks_nothing,
+ test_every_checker_is_gamed_at_least_twice) = gaming_tests(CHECKS, GAMED)

@@ -6,7 +6,7 @@ that the notebook uses every checker is tests/test_learning.py's."""
 import math
 
 import numpy as np
-from exercise_scaffold import hint_leaks, scaffold_tests
+from exercise_scaffold import gaming_tests, scaffold_tests
 import pytest
 import torch
 
@@ -273,14 +273,7 @@ GAMED = {
 }
 
 
-@pytest.mark.parametrize("name, k", [(n, k) for n in GAMED for k in range(len(GAMED[n]))])
-def test_gamed_answer_is_refused_and_its_hint_leaks_nothing(name, k, capsys):
-    # zeros, constants and (5.1) the reference with one entry wrong: refused, and the hint
-    # shows no number of the reference's own outputs. Nothing is `allowed`: the hints quote
-    # only the inputs p and target, the thresholds and the reader's own values.
-    check, reference = CHECKS[name]
-    assert hint_leaks(check, reference, GAMED[name][k]) == []
-
-
-def test_every_checker_is_gamed_at_least_twice():
-    assert set(GAMED) == set(CHECKS) and all(len(v) >= 2 for v in GAMED.values())
+# zeros, constants, near misses: refused, and no hint shows a number of the reference's
+# own outputs (nothing is `allowed`: the hints quote only the inputs and the reader's values)
+(test_gamed_answer_is_refused_and_its_hint_leaks_nothing,
+ test_every_checker_is_gamed_at_least_twice) = gaming_tests(CHECKS, GAMED)
