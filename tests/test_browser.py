@@ -498,19 +498,35 @@ _EXERCISES_JS = """
     const out = c.querySelector('.cell_output');
     return out && out.textContent.includes('\u2713');
   });
-  return {n: sols.length, folded: folded.length, checked: checked.length};
+  const answers = [...document.querySelectorAll('details.attn-answer')];
+  const hints = [...document.querySelectorAll('details.attn-hint')];
+  // closed, and no taller than its summary line: the folded text takes no room
+  const shut = ds => ds.filter(d => {
+    const s = d.querySelector('summary');
+    if (d.open || !s) return false;
+    const hs = s.getBoundingClientRect().height;
+    return hs > 0 && d.getBoundingClientRect().height < hs + 8;
+  }).length;
+  return {n: sols.length, folded: folded.length, checked: checked.length,
+          answers: answers.length, answers_folded: shut(answers),
+          hints: hints.length, hints_folded: shut(hints)};
 })()
 """
 
 
 def test_exercise_solutions_are_folded_and_checked(browser, chapter):
-    """Every exercise's solution is folded away (a closed dropdown) and its checker's ✓ shows
-    below it. Screenshots of the first solution closed and open in _build/screenshots/."""
+    """Every exercise's solution is folded away (a closed dropdown) with its checker's ✓ inside,
+    and every Predict answer and exercise hint is a closed dropdown. Screenshots of the first solution closed and open in _build/screenshots/."""
     page = chapter
     ex = browser.evaluate(_EXERCISES_JS)
     assert ex["n"] >= 3, f"{page}: {ex['n']} folded solution cells; at least 3 wanted"
     assert ex["folded"] == ex["n"], f"{page}: solutions not folded: {ex}"
     assert ex["checked"] == ex["n"], f"{page}: solutions without a ✓ below them: {ex}"
+    # every Predict answer and every hint: a closed dropdown whose text takes no room
+    assert ex["answers"] >= 3 and ex["answers_folded"] == ex["answers"], \
+        f"{page}: Predict answers not folded: {ex}"
+    assert ex["hints"] >= ex["n"] and ex["hints_folded"] == ex["hints"], \
+        f"{page}: exercise hints not folded: {ex}"
     name = page.split("/")[-1][:2]
     browser.evaluate("document.querySelector('div.cell.tag_hide-cell')"
                      ".scrollIntoView({block: 'center'}) || true")
