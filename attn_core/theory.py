@@ -80,9 +80,10 @@ def _check_broadcast(**arrays) -> None:
 
 
 def _rk4(f, y0: np.ndarray, t_max: float, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """Classical fourth-order Runge-Kutta for dy/dτ = f(y) on [0, t_max]."""
+    """Classical fourth-order Runge-Kutta for dy/dτ = f(y) on [0, t_max]; ``y0`` of any shape
+    (a state, or a state per column to integrate many starts at once)."""
     h = t_max / n_steps
-    ys = np.empty((n_steps + 1, len(y0)))
+    ys = np.empty((n_steps + 1, *np.shape(y0)))
     ys[0] = y = np.asarray(y0, dtype=float)
     for i in range(n_steps):
         k1 = f(y)

@@ -176,6 +176,14 @@ def _stack_batches(batches: Sequence[dict], device) -> dict[str, torch.Tensor]:
     return {k: torch.stack([b[k] for b in batches]).to(device) for k in batches[0]}
 
 
+def _eval_batch(tasks: Sequence, data_seeds: Sequence[int], n: int,
+                device="cpu") -> dict[str, torch.Tensor]:
+    """The held-out batch every evaluation of a run uses: ``n`` examples of each member's task
+    (:func:`_member_tasks`) drawn from its data seed's evaluation stream, stacked (S, n, ...)."""
+    return _stack_batches([t.sample(torch.Generator().manual_seed(_eval_seed(s)), n)
+                           for t, s in zip(tasks, data_seeds)], device)
+
+
 @dataclass
 class Trainer:
     """Trains S independent models of one architecture on one task (d2l-style: the trainer owns
@@ -416,9 +424,7 @@ class Trainer:
         opt = OPTIMIZERS[self.optimizer](params, lr=self.lr)
         gens = [torch.Generator().manual_seed(int(s)) for s in data_seeds]
         tasks = _member_tasks(task, data_seeds)
-        eval_batch = _stack_batches(
-            [t.sample(torch.Generator().manual_seed(_eval_seed(s)), self.eval_batch_size)
-             for t, s in zip(tasks, data_seeds)], device)
+        eval_batch = _eval_batch(tasks, data_seeds, self.eval_batch_size, device)
         schedule = _eval_schedule(self.steps, self.eval_every)
         losses = torch.empty(n_members, self.steps)
         metric_log: dict[str, list] = {}

@@ -26,7 +26,7 @@ from ..data import KeywordTask
 from ..metrics import keyword_probe
 from ..models import ATTENTION_MODES, AttentionClassifier
 from ..stacked import StackedRNN, generators
-from ..theory import _ce_grad, _sigmoid
+from ..theory import _ce_grad, _rk4, _sigmoid
 from ..training import OPTIMIZERS
 from ._experiment import Experiment
 
@@ -168,22 +168,16 @@ def ce_flow_end(gaps, p0: float = 0.5, t_max: float = 60.0, n_steps: int = 3000)
     """The attention p at τ = ``t_max`` of :func:`attn_core.theory.gated_ce_flow` started from
     β0 = gap/2, β1 = -gap/2 (backwards by ``gap``) and p = ``p0``, for every gap at once.
 
-    The same RK4 on the same vector field as ``gated_ce_flow`` (and the same result), run on
-    all the gaps together so that a threshold can be bracketed in a fraction of a second.
+    The RK4 of ``gated_ce_flow`` on the same vector field (and the same result), run on all the
+    gaps together so that a threshold can be bracketed in a fraction of a second.
     """
     g = check_real_array("gaps", gaps, ndim=1)
     p0 = check_real("p0", p0, 0.0, 1.0, low_open=True, high_open=True)
     t_max = check_real("t_max", t_max, 0.0, low_open=True)
     n_steps = check_int("n_steps", n_steps, 1)
-    y = np.stack([g / 2, -g / 2, np.full_like(g, np.log(p0 / (1 - p0)))])
-    h = t_max / n_steps
-    for _ in range(n_steps):
-        k1 = -_ce_grad(y)
-        k2 = -_ce_grad(y + 0.5 * h * k1)
-        k3 = -_ce_grad(y + 0.5 * h * k2)
-        k4 = -_ce_grad(y + h * k3)
-        y = y + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return _sigmoid(y[2])
+    y0 = np.stack([g / 2, -g / 2, np.full_like(g, np.log(p0 / (1 - p0)))])
+    _, ys = _rk4(lambda y: -_ce_grad(y), y0, t_max, n_steps)
+    return _sigmoid(ys[-1, 2])
 
 
 def ce_recovery_gap(p0: float = 0.5, t_max: float = 60.0, high: float = 20.0,

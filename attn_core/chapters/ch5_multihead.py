@@ -32,8 +32,8 @@ from torch import nn
 from ..cache import check_cache_name
 from ..checks import check_choice, check_int, check_real, check_seeds
 from ..config import Preset, env_max_steps
-from ..metrics import (classify_heads, fisher_exact, rate_difference, verdict_repeat,
-                       wilson_rate_interval)
+from ..metrics import (classify_heads, fisher_exact, rate_difference, success_rate,
+                       verdict_repeat, wilson_rate_interval)
 from ..models import HEAD_REDUCTIONS, Seq2Seq
 from ..training import History
 from ._experiment import Experiment, check_history
@@ -705,8 +705,6 @@ def rescue_findings(cfg: "RescueConfig", screen: dict, combo_runs: dict, random_
     ``good_head_diagonal`` (successful one-good runs, and how many of them have their good
     head, head 0, past attention accuracy 0.5) and ``diagonal_iff_success`` (K-head runs,
     and how many have a head past 0.5 exactly when they succeed)."""
-    from ..metrics import success_rate
-
     final = np.stack([screen[d].metrics["token_acc"][:, at] for d in cfg.data_seeds], 1)
     labels = classify_heads(final, cfg.good, cfg.bad)
     p1 = head_rate(final, cfg.good)

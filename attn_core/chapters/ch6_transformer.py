@@ -53,7 +53,7 @@ from ..data import CopyTask
 from ..metrics import fisher_exact
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
 from ..stored import CheckReport, config_record, verify_file
-from ..training import _eval_schedule, _eval_seed
+from ..training import _eval_batch, _eval_schedule, _member_tasks
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
 from .ch4_copy import PERMUTATION_LONG, SUCCESS_LEVEL, CopyTraining, control, copy_probe
@@ -704,10 +704,8 @@ def initial_evaluation(cfg: TransformerCopyConfig) -> dict[str, np.ndarray]:
     seeds, data_seeds, member_kwargs = cfg.seeds_and_members()
     data_seeds = seeds if data_seeds is None else data_seeds
     model = cfg.model_fn(task)(seeds=seeds, **(member_kwargs or {}))
-    n = cfg.train_kwargs()["eval_batch_size"]
-    samples = [task.sample(torch.Generator().manual_seed(_eval_seed(s)), n)
-               for s in data_seeds]
-    batch = {k: torch.stack([b[k] for b in samples]) for k in samples[0]}
+    batch = _eval_batch(_member_tasks(task, data_seeds), data_seeds,
+                        cfg.train_kwargs()["eval_batch_size"])
     model.eval()
     with torch.no_grad():
         metrics = model.evaluate(batch)
