@@ -508,9 +508,10 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
                           stacklevel=2)
         else:
             if verbose:
-                print(f"[cache] {name}: loaded the result computed at {h.saved_at} "
-                      f"({h.seconds:.0f} s, {h.execution}) from {path} -- "
-                      f"set ATTN_CACHE=off to recompute")
+                # One short line for the reader (the folder is the reader's own, named by
+                # ATTN_CACHE; printing it would put a machine path into the book).
+                print(f"[cache] {name}: reused the result computed on {h.saved_at[:10]} "
+                      f"({h.seconds:.0f} s)")
             return h
     store = None if path is None else _GroupStore(path.with_suffix(".parts"), name)
     token = GROUP_STORE.set(store)
@@ -519,8 +520,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     finally:
         GROUP_STORE.reset(token)
     if store is not None and store.loaded and verbose:
-        print(f"[cache] {name}: resumed an interrupted run: {len(store.loaded)} finished group(s) "
-              f"loaded from {store.folder}, the rest trained now")
+        print(f"[cache] {name}: resumed an interrupted run ({len(store.loaded)} finished "
+              f"group(s) reused, the rest trained now)")
     if not isinstance(h, History):
         raise TypeError(f"compute() must return a History; got {type(h).__name__}")
     h.cached = False
@@ -540,9 +541,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
                           f"but not saved to {root} (ATTN_CACHE=off disables the cache)",
                           RuntimeWarning, stacklevel=2)
     if verbose and cap is not None:
-        print(f"[smoke] {name}: ATTN_MAX_STEPS={cap}: trained for at most {cap} steps; "
-              f"not cached")
+        print(f"[smoke] {name}: at most {cap} steps (ATTN_MAX_STEPS), not cached")
     elif verbose:
-        where = f"; saved to {path}" if saved else ""
-        print(f"[cache] {name}: computed now in {h.seconds:.0f} s ({h.execution}){where}")
+        kept = ", saved for next time" if saved else ""
+        print(f"[cache] {name}: computed now in {h.seconds:.0f} s{kept}")
     return h

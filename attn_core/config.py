@@ -263,13 +263,13 @@ def set_seed(seed: int) -> None:
 
 
 def describe(mode: str | None = None) -> str:
-    """One line for the top of each notebook: the mode, device, threads and torch version."""
+    """One short line for the top of each notebook: the mode, device, threads and torch
+    version (short enough for the book's column)."""
     dev = get_device()
-    name = torch.cuda.get_device_name(0) if dev.type == "cuda" else "CPU"
-    return (
-        f"attn_core: mode={get_mode(mode)} (ATTN_MODE={env_mode()}), "
-        f"device={dev} [{name}], torch threads={torch.get_num_threads()}, torch {torch.__version__}"
-    )
+    where = torch.cuda.get_device_name(0) if dev.type == "cuda" else "CPU"
+    threads = torch.get_num_threads()
+    return (f"attn_core: {get_mode(mode)} mode on {where}, {threads} "
+            f"thread{'s' * (threads != 1)}, torch {torch.__version__}")
 
 
 #: Every fixed seed and seed salt of the package, in one place. A salt turns one seed into

@@ -37,7 +37,8 @@ from matplotlib.ticker import MaxNLocator
 
 from .checks import check_bool, check_real, check_str
 
-__all__ = ["FRAME_BUDGET_BYTES", "fig_to_png", "figure_slider", "heatmap", "set_style"]
+__all__ = ["COLUMN_PX", "FRAME_BUDGET_BYTES", "MIN_TEXT_PT", "block_diagram", "fig_to_png",
+           "figure_slider", "heatmap", "rendered_text_pt", "set_style"]
 
 #: Above this many bytes of PNG in one slider, :func:`figure_slider` warns: every frame is
 #: embedded in the page, so a slider of 100 frames at ~40 KB each already weighs 4 MB.
@@ -46,29 +47,129 @@ FRAME_BUDGET_BYTES = 5 * 1024 * 1024
 #: Figure resolution used throughout the book (on screen and in the slider frames).
 DPI = 100
 
+#: The width, in CSS pixels, of the book's text column where figures are shown: measured on
+#: the built book (sphinx-book-theme, output area of a code cell) at a 1280 px desktop window
+#: and at a 390 px phone. A figure wider than the column is scaled down to fit it.
+COLUMN_PX = {"desktop": 688, "phone": 358}
+
+#: The smallest text a figure may show once scaled to the column, in points (CSS: 1 pt =
+#: 4/3 px), on a desktop and on a phone; :func:`rendered_text_pt` measures it.
+MIN_TEXT_PT = 9.0
+
+#: The book's figure width, in inches: at 100 dpi and 12 pt the smallest text is still
+#: 9 pt on a phone (a wider figure is shrunk to the 358 px column and its text with it:
+#: 12 pt text allows 497 px, the figure plus savefig's 0.1 in pad on each side).
+WIDTH_IN = 4.6
+
 
 def set_style() -> None:
     """Apply the book's figure style: seaborn "whitegrid", readable fonts, 100 dpi.
 
-    Call it once at the top of each notebook. It only changes matplotlib's ``rcParams``,
-    so it is safe to call repeatedly.
+    Call it once at the top of each notebook; it is safe to call repeatedly. Besides
+    matplotlib's ``rcParams`` it asks IPython (when running in one) to record, with every
+    figure it displays, the size of its smallest text once the figure is fitted to the
+    book's column (:func:`rendered_text_pt`), in the output's metadata
+    (``attn_text_pt``), where the book's tests read it.
     """
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
     plt.rcParams.update(
         {
             "figure.dpi": DPI,
             "savefig.dpi": DPI,
-            "figure.figsize": (6.0, 3.5),
-            "font.size": 11,
-            "axes.titlesize": 12,
-            "axes.labelsize": 11,
-            "legend.fontsize": 10,
-            "xtick.labelsize": 10,
-            "ytick.labelsize": 10,
+            "figure.figsize": (WIDTH_IN, 3.2),
+            "font.size": 12,
+            "axes.titlesize": 13,
+            "axes.labelsize": 12.5,
+            "legend.fontsize": 12,
+            "legend.title_fontsize": 12,
+            "xtick.labelsize": 12,
+            "ytick.labelsize": 12,
+            "figure.titlesize": 13,
             "figure.autolayout": False,
             "figure.constrained_layout.use": True,
         }
     )
+    _record_text_size_in_ipython()
+
+
+def _text_artists(fig: Figure):
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        # tick labels of ticks outside the axis range are never drawn
+        ax = t.axes
+        if ax is not None and t in ax.get_xticklabels() + ax.get_yticklabels():
+            x, y = t.get_position()
+            lo_x, hi_x = sorted(ax.get_xlim())
+            lo_y, hi_y = sorted(ax.get_ylim())
+            if t in ax.get_xticklabels() and not lo_x - 1e-9 <= x <= hi_x + 1e-9:
+                continue
+            if t in ax.get_yticklabels() and not lo_y - 1e-9 <= y <= hi_y + 1e-9:
+                continue
+        yield t
+
+
+def rendered_text_pt(fig: Figure, *, dpi: int | None = None) -> dict:
+    """The size, in points, of a figure's smallest text once shown in the book's column.
+
+    The figure is saved as the book saves it (``dpi``, tight bounding box), shown at its
+    natural size or scaled down to :data:`COLUMN_PX` when wider, so text of ``s`` points
+    appears at ``s * min(1, column / width)`` points. Returns ``{"desktop": pt, "phone": pt,
+    "smallest": text}`` (the text of the smallest label, to find it); a figure without text
+    gives ``inf``. :data:`MIN_TEXT_PT` is the book's bound."""
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure; got {type(fig).__name__}")
+    dpi = DPI if dpi is None else check_real("dpi", dpi, 0.0, low_open=True)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width_px = fig.get_tightbbox(renderer).width * dpi + 2 * 0.1 * dpi  # savefig's pad
+    texts = list(_text_artists(fig))
+    if not texts:
+        return {"desktop": float("inf"), "phone": float("inf"), "smallest": ""}
+    small = min(texts, key=lambda t: t.get_fontsize())
+    size = float(small.get_fontsize())
+    # s pt at `dpi` is s * dpi / 72 image pixels; a CSS pixel is 0.75 pt
+    out = {where: round(float(size * dpi / 72 * min(1.0, col / width_px) * 0.75), 2)
+           for where, col in COLUMN_PX.items()}
+    out["smallest"] = small.get_text()[:40]
+    return out
+
+
+def _record_text_size_in_ipython() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None or not hasattr(ip, "display_formatter"):
+        return
+    png = ip.display_formatter.formatters.get("image/png")
+    if png is None:
+        return
+    try:
+        draw = png.lookup_by_type(Figure)
+    except KeyError:
+        return
+    if getattr(draw, "_attn_records_text", False):
+        return
+
+    def with_text_size(fig, *args, **kwargs):
+        data = draw(fig, *args, **kwargs)
+        if data is None:
+            return None
+        sizes = rendered_text_pt(fig)
+        meta = {"attn_text_pt": {k: v for k, v in sizes.items()
+                                 if k != "smallest" and v != float("inf")},
+                "attn_smallest_text": sizes["smallest"]}
+        if isinstance(data, tuple):        # (data, metadata) already
+            data, more = data
+            meta = {**more, **meta}
+        return data, meta
+
+    with_text_size._attn_records_text = True  # type: ignore[attr-defined]
+    png.for_type(Figure, with_text_size)
 
 
 def fig_to_png(fig: Figure, *, dpi: int | None = None) -> bytes:
@@ -158,6 +259,7 @@ def figure_slider(
         raise ValueError("labels (or str(values) when labels is None) must be distinct")
 
     frames: list[bytes] = []
+    smallest = {where: float("inf") for where in COLUMN_PX}
     for value in values:
         fig = draw(value)
         if not isinstance(fig, Figure):
@@ -168,6 +270,8 @@ def figure_slider(
             )
         try:
             frames.append(fig_to_png(fig))
+            sizes = rendered_text_pt(fig)
+            smallest = {w: min(smallest[w], sizes[w]) for w in COLUMN_PX}
         finally:
             plt.close(fig)
 
@@ -199,6 +303,10 @@ def figure_slider(
     link = widgets.jslink((slider, "index"), (stack, "selected_index"))
     box = widgets.VBox([slider, stack])
     box.add_class("attn-figure-slider")  # lets tests (and CSS) find the book's sliders
+    # the smallest text of any frame, fitted to the column (rendered_text_pt), for the tests
+    for where, pt in smallest.items():
+        if pt != float("inf"):
+            box.add_class(f"attn-text-pt-{where}-{pt:.1f}")
     # Keep a Python reference so the Link widget stays alive with the box.
     box._attn_link = link  # type: ignore[attr-defined]
     return box
@@ -231,3 +339,74 @@ def heatmap(ax, matrix, *, colorbar: bool = False, **imshow_kwargs):
     if colorbar:
         ax.figure.colorbar(im, ax=ax, shrink=0.8)
     return im
+
+
+#: Fill colours of the kinds of box in :func:`block_diagram` (the colour-blind palette's
+#: light tints): data in and out, recurrent or hidden states, attention, learned weights,
+#: anything else.
+DIAGRAM_COLORS = {"input": "#d6e6f5", "state": "#fde2c4", "attention": "#d5f0dc",
+                  "output": "#f6d5e5", "weight": "#ececec", "other": "#ffffff"}
+
+
+def block_diagram(boxes: dict, arrows: Sequence, *, size: tuple[float, float] | None = None,
+                  title: str | None = None) -> Figure:
+    """A model drawn as boxes and arrows, in the book's style (a chapter's model diagram).
+
+    ``boxes``: ``{name: (x, y, label)}`` or ``{name: (x, y, label, kind)}``: the box's centre
+    in the unit square (0..1 each way, y upwards), its text (mathtext allowed, ``"\\n"`` for
+    lines) and its kind, a key of :data:`DIAGRAM_COLORS` (default ``"other"``).
+    ``arrows``: ``(from, to)`` or ``(from, to, label)`` pairs of box names; an arrow runs
+    from edge to edge and its label sits at its middle. ``size``: inches (default the
+    book's width, 3.4 high). Returns the figure (no axes shown)."""
+    if not isinstance(boxes, dict) or not boxes:
+        raise TypeError("boxes must be a non-empty dict {name: (x, y, label[, kind])}")
+    w, h = (WIDTH_IN, 3.4) if size is None else size
+    check_real("size[0] (width, inches)", w, 0.0, low_open=True)
+    check_real("size[1] (height, inches)", h, 0.0, low_open=True)
+    fig, ax = plt.subplots(figsize=(w, h))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    texts = {}
+    for name, spec in boxes.items():
+        if not isinstance(spec, tuple) or len(spec) not in (3, 4):
+            plt.close(fig)
+            raise TypeError(f"boxes[{name!r}] must be (x, y, label) or (x, y, label, kind); "
+                            f"got {spec!r}")
+        x, y, label = spec[:3]
+        kind = spec[3] if len(spec) == 4 else "other"
+        if kind not in DIAGRAM_COLORS:
+            plt.close(fig)
+            raise ValueError(f"boxes[{name!r}]: kind must be one of {sorted(DIAGRAM_COLORS)}; "
+                             f"got {kind!r}")
+        for what, v in (("x", x), ("y", y)):
+            if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                plt.close(fig)
+                raise ValueError(f"boxes[{name!r}]: {what} must be a number in [0, 1]; "
+                                 f"got {v!r}")
+        texts[name] = ax.text(x, y, label, ha="center", va="center", fontsize=12,
+                              bbox=dict(boxstyle="round,pad=0.35", fc=DIAGRAM_COLORS[kind],
+                                        ec="0.25", lw=1.0), zorder=3)
+    for arrow in arrows:
+        if not isinstance(arrow, tuple) or len(arrow) not in (2, 3):
+            plt.close(fig)
+            raise TypeError(f"each arrow must be (from, to) or (from, to, label); got {arrow!r}")
+        a, b = arrow[:2]
+        for end in (a, b):
+            if end not in texts:
+                plt.close(fig)
+                raise ValueError(f"arrow {arrow!r} names {end!r}, which is not a box "
+                                 f"(boxes: {sorted(texts)})")
+        ax.annotate("", xy=(0.5, 0.5), xycoords=texts[b], xytext=(0.5, 0.5),
+                    textcoords=texts[a],
+                    arrowprops=dict(arrowstyle="-|>", color="0.25", lw=1.2, shrinkA=2,
+                                    shrinkB=2, patchA=texts[a].get_bbox_patch(),
+                                    patchB=texts[b].get_bbox_patch()), zorder=2)
+        if len(arrow) == 3:
+            (xa, ya), (xb, yb) = texts[a].get_position(), texts[b].get_position()
+            ax.text((xa + xb) / 2, (ya + yb) / 2, arrow[2], ha="center", va="center",
+                    fontsize=12, color="0.2", zorder=4,
+                    bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none"))
+    if title:
+        ax.set_title(title)
+    return fig

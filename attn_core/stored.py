@@ -485,9 +485,11 @@ def stored_run(config, live: int = 1) -> History:
     h.check = report
     which = "member 0" if live == 1 else f"members 0..{live - 1}"
     if h.confirmed:
-        print(f"[stored] {config.cache_name()}: {n} member{'s' * (n != 1)} stored on "
-              f"{h.saved_at} by {SCRIPT}; {which} re-run now "
-              f"match{'es' if live == 1 else ''} {report.describe()}")
+        # One short line for the reader; how close (report.describe()) is on h.check, and
+        # the setup page explains the check.
+        how = "bitwise" if report.bitwise else "within the measured spread"
+        print(f"[stored] {config.cache_name()}: {n} stored run{'s' * (n != 1)}; {which} "
+              f"retrained now: match{'es' if live == 1 else ''} {how}")
     h.stored = True
     h.live = now
     return h

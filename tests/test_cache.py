@@ -323,7 +323,8 @@ def test_cached_history_computes_once(tmp_path, monkeypatch, capsys):
     _assert_same_history(a, b)
     assert not a.cached and b.cached and not c.cached
     out = capsys.readouterr().out
-    assert "computed now" in out and "loaded the result computed at" in out
+    assert "computed now" in out and "reused the result computed on" in out
+    assert str(tmp_path) not in out   # no machine path in what the book prints
     entries = sorted(tmp_path.glob("demo-*"))
     assert len(entries) == 2 and all(p.suffix == ".npz" for p in entries)
     with np.load(entries[0], allow_pickle=False) as z:
@@ -459,7 +460,7 @@ def test_an_interrupted_run_resumes_with_its_finished_members(tmp_path, monkeypa
     capsys.readouterr()
     second = _Interrupt()
     h = cache.cached_history("resume", {"n": 1}, _resumable_run(second, workers=workers))
-    assert "resumed an interrupted run: 2 finished group(s) loaded" in capsys.readouterr().out
+    assert "resumed an interrupted run (2 finished group(s) reused" in capsys.readouterr().out
     if workers == 1:                                        # the probe ran in this process
         assert set(second.seen) == {2, 3}                   # 0 and 1 were not trained again
     _assert_same_numbers(h, reference)                      # bitwise the uninterrupted run
@@ -537,7 +538,7 @@ def test_a_part_recording_the_wrong_arrays_is_trained_again(tmp_path, monkeypatc
                               f"cannot be used (")
     assert why in message and message.endswith("; training that group again")
     assert set(second.seen) == {0, 2, 3}                     # member 0 trained again
-    assert "resumed an interrupted run: 1 finished group(s) loaded" in capsys.readouterr().out
+    assert "resumed an interrupted run (1 finished group(s) reused" in capsys.readouterr().out
     _assert_same_numbers(h, reference)                       # bitwise the uninterrupted run
     _assert_same_model(h.model, reference.model)
 

@@ -77,7 +77,7 @@ def test_a_stored_run_loads_whole_and_its_live_members_match_bitwise(store, caps
     assert path.parent == store and path.exists()
     h = stored.stored_run(TINY, live=2)
     out = capsys.readouterr().out
-    assert "[stored]" in out and "members 0..1 re-run now match bitwise" in out
+    assert "[stored]" in out and "members 0..1 retrained now: match bitwise" in out
     assert h.stored and h.confirmed and h.n_members == 3 and h.live.n_members == 2
     fresh = TINY.train(progress=False)       # what the stored entry must hold
     for k, v in fresh.metrics.items():
@@ -181,7 +181,8 @@ def test_within_the_envelope_passes_beyond_it_fails(store, capsys):
     _rewrite(path, **_spread_by(2 * env[i], index=i))
     r = stored.stored_run(TINY)
     assert r.confirmed
-    assert "largest difference / allowed = 0.67 ('loss' at step" in capsys.readouterr().out
+    assert "largest difference / allowed = 0.67 ('loss' at step" in r.check.describe()
+    assert "matches within the measured spread" in capsys.readouterr().out
     _rewrite(path, **_spread_by(2 * env[i], index=i))          # 4 envelopes in all
     with pytest.raises(stored.StoredMismatch, match=r"largest difference / allowed = 1\.3 "
                                                     r"\('loss' at step \d+"):
@@ -199,8 +200,8 @@ def test_accuracies_are_compared_in_tokens(store, capsys):
     """An envelope of 0 tokens allows FACTOR x FLOOR_TOKENS = 3 tokens; 4 fail."""
     path = _store(bitwise=False)
     _rewrite(path, **_spread_by(3 / TOKENS, key="token_acc"))
-    stored.stored_run(TINY)
-    assert "('token_acc' at step 4: 3 tokens of 3 tokens allowed" in capsys.readouterr().out
+    r = stored.stored_run(TINY)
+    assert "('token_acc' at step 4: 3 tokens of 3 tokens allowed" in r.check.describe()
     _rewrite(path, **_spread_by(1 / TOKENS, key="token_acc"))
     with pytest.raises(stored.StoredMismatch, match="'token_acc' at step 4: 4 tokens of 3 "
                                                     "tokens allowed"):

@@ -37,6 +37,7 @@ usual comparisons.
 from __future__ import annotations
 
 import functools
+import textwrap
 import traceback
 from dataclasses import dataclass
 
@@ -56,6 +57,11 @@ class Wrong(Exception):
     """Raised by a check with the hint for the reader: what is wrong, not the answer."""
 
 
+#: The longest printed line that fits the book's column (its output blocks, at a 1280 px
+#: window: 688 px of 14 px monospace); a checker's line is wrapped to it.
+LINE_WIDTH = 80
+
+
 @dataclass(frozen=True)
 class Result:
     """What a checker found: ``status`` is ``"right"``, ``"wrong"`` or ``"not attempted"``;
@@ -73,8 +79,13 @@ class Result:
         checker call would otherwise show ``Result(...)`` too)."""
 
     def line(self) -> str:
+        """The checker's printed line, wrapped to the book's column (80 characters; the
+        continuation lines indented)."""
         text = f"{_MARK[self.status]} {self.title}"
-        return f"{text}: {self.message}" if self.message else text
+        text = f"{text}: {self.message}" if self.message else text
+        return "\n".join(textwrap.fill(part, width=LINE_WIDTH, subsequent_indent="  ",
+                                        break_on_hyphens=False)
+                          for part in text.split("\n"))
 
 
 def checker(title: str):
@@ -98,8 +109,8 @@ def checker(title: str):
             try:
                 check(answer)
             except NotImplementedError:
-                result = Result(title, NOT_ATTEMPTED, "not attempted yet -- fill in the stub "
-                                "and run the cell again")
+                result = Result(title, NOT_ATTEMPTED, "not attempted yet (fill in the stub, "
+                                "run the cell again)")
             except Wrong as e:
                 result = Result(title, WRONG, str(e))
             except Exception as e:  # the reader's code crashed: say where, as a hint
