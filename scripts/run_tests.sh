@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order; stops at the first failure (non-zero exit).
 #
-#   1. unit tests            pytest -n 2 -m "not browser and not colab" tests  (2 processes),
+#   1. unit tests            pytest -n 2 -m "not browser and not colab and not book and not
+#                            jupyterlab" tests  (2 processes),
 #                            the stored results' platform matrix among them (~90 s of it)
 #   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors):
 #                            executes the notebooks one per core, training every experiment
@@ -11,6 +12,11 @@
 #                              fresh environment (scripts/colab_rehearsal.py; fast mode,
 #                              claims asserted);
 #                            - the browser check: headless Chromium on step 2's HTML;
+#                            - the built book read back (figure text sizes, no machine
+#                              paths or object reprs: tests/test_built_book.py);
+#                            - a real JupyterLab (tests/test_jupyterlab.py): chapter 1 run in
+#                              it (its experiments from step 2's results cache), its live
+#                              slider moved with the keyboard, its figure redrawn;
 #                            - the full-mode smoke run: every notebook under nbval-lax with
 #                              ATTN_MODE=full ATTN_MAX_STEPS=2 -- the papers' shapes, two
 #                              training steps per run, the claims shown but not checked,
@@ -59,8 +65,8 @@ stage "1/3 unit tests (2 processes)"
 # ATTN_WORKERS=1: the two test processes already fill both cores (the engine tests that
 # compare worker counts ask for workers=2 themselves). Measured: running them alongside the
 # book build instead, even at the lowest priority, made the two together 65 s slower.
-timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 -m "not browser and not colab" \
-    tests
+timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 \
+    -m "not browser and not colab and not book and not jupyterlab" tests
 
 stage "2/3 strict book build (-W -n --keep-going; notebooks executed one per core)"
 timed "book build" bash scripts/build_book.sh -W -n --keep-going --all
@@ -76,7 +82,8 @@ timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     python -m pytest -ra -n 2 --dist loadfile --nbval-lax \
     notebooks/05_multihead.ipynb notebooks/03_ibm1.ipynb tests/test_colab_rehearsal.py \
     notebooks/04_permutation_copy.ipynb notebooks/06_transformer.ipynb \
-    notebooks/02_sen.ipynb notebooks/01_gated_classifier.ipynb tests/test_browser.py
+    notebooks/02_sen.ipynb notebooks/01_gated_classifier.ipynb tests/test_browser.py \
+    tests/test_jupyterlab.py tests/test_built_book.py
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"

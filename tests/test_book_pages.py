@@ -25,3 +25,128 @@ def test_figure_options_are_one_line_each(page):
             options.append(line)
         bad = [line for line in options if not line.startswith(":")]
         assert not bad, f"{page.name}: figure option lines must each start with ':' ({bad[0]!r})"
+
+
+# --------------------------------------------------------------------------- glossary terms
+
+ROOT = Path(__file__).resolve().parents[1]
+GLOSSARY = ROOT / "book" / "glossary.md"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+#: The names the chapters link with {term}`NAME` (issue #31): the glossary defines each.
+GLOSSARY_TERMS = (
+    "KTIW", "SEN", "SZKS", "LMN", "IBM Model 1", "EM", "lexical probe", "proxy",
+    "count table", "agreement", "good head", "bad head", "guessing level", "EOS", "finding",
+    "identity", "fast mode", "full mode", "stored run", "uniform attention",
+    "Luong attention", "attention score", "embedding norm", "topic word", "keyword",
+    "permutation copy", "control task", "success", "Predict box",
+)
+
+# {term}`NAME` or {term}`shown text <NAME>`; the role's text may run over a line break.
+_TERM_ROLE = re.compile(r"\{term\}`([^`]+)`")
+
+
+def _term_target(content: str) -> str:
+    content = " ".join(content.split())
+    m = re.fullmatch(r".*?<([^<>]+)>", content)
+    return " ".join((m.group(1) if m else content).split())
+
+
+def glossary_terms(text: str) -> dict[str, str]:
+    """The terms of the ``{glossary}`` directive(s) in a MyST page, mapped to their
+    definitions: a term is a line of the directive's body that starts in column 0 (not an
+    ``:option:``), its definition the indented lines after it (Sphinx's glossary syntax).
+    ValueError for a duplicate term or a term without a definition."""
+    blocks = re.findall(r"^(`{3,}|~{3,})\{glossary\}[^\n]*\n(.*?)^\1\s*$", text,
+                        flags=re.S | re.M)
+    if not blocks:
+        raise ValueError("no {glossary} directive")
+    terms: dict[str, str] = {}
+    for _, body in blocks:
+        current = None
+        for line in body.splitlines():
+            if not line.strip():
+                continue
+            if not line[0].isspace():
+                if line.startswith(":") and current is None and not terms:
+                    continue  # a directive option such as :sorted:
+                current = " ".join(line.split())
+                if current in terms:
+                    raise ValueError(f"glossary term {current!r} is defined twice")
+                terms[current] = ""
+            elif current is None:
+                raise ValueError(f"an indented line before the first term: {line!r}")
+            else:
+                terms[current] = (terms[current] + " " + line.strip()).strip()
+    empty = [t for t, d in terms.items() if not d]
+    if empty:
+        raise ValueError(f"glossary terms without a definition: {empty}")
+    return terms
+
+
+def term_uses(text: str) -> list[str]:
+    """The target of every {term} role in ``text``."""
+    return [_term_target(c) for c in _TERM_ROLE.findall(text)]
+
+
+def _markdown_sources() -> list[tuple[str, str]]:
+    import json
+
+    sources = [(f"book/{p.name}", p.read_text(encoding="utf-8")) for p in PAGES]
+    for nb in NOTEBOOKS:
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] == "markdown":
+                src = cell["source"]
+                sources.append((f"{nb.name} cell {i}",
+                                "".join(src) if isinstance(src, list) else src))
+    return sources
+
+
+def test_term_parsing():
+    """The parser reads Sphinx's glossary syntax and both forms of the role."""
+    page = ("# G\n\n```{glossary}\n:sorted:\nfoo bar\n  One.\n  Two.\n\nEM\n  Three.\n```\n"
+            "after\n")
+    assert glossary_terms(page) == {"foo bar": "One. Two.", "EM": "Three."}
+    assert term_uses("a {term}`EM` b {term}`the\nshown text <foo  bar>` c {term}`x<y>`") == \
+        ["EM", "foo bar", "y"]
+    with pytest.raises(ValueError, match="twice"):
+        glossary_terms("```{glossary}\nEM\n  a\nEM\n  b\n```\n")
+    with pytest.raises(ValueError, match="without a definition"):
+        glossary_terms("```{glossary}\nEM\nSEN\n  b\n```\n")
+
+
+def test_glossary_defines_the_chapters_terms():
+    """book/glossary.md defines exactly the terms the chapters were told to link, each with a
+    definition that says where the book defines it."""
+    terms = glossary_terms(GLOSSARY.read_text(encoding="utf-8"))
+    missing = [t for t in GLOSSARY_TERMS if t not in terms]
+    assert not missing, f"book/glossary.md does not define {missing}"
+    extra = sorted(set(terms) - set(GLOSSARY_TERMS))
+    assert not extra, f"book/glossary.md defines terms not in GLOSSARY_TERMS: {extra}"
+    for term, definition in terms.items():
+        assert re.search(r"[Cc]hapter|setup page|introduction|references", definition), (
+            f"glossary: {term!r} does not say where the book defines it")
+
+
+def test_every_term_role_names_a_glossary_term():
+    """Every {term}`NAME` (or {term}`text <NAME>`) in a chapter's markdown or a book page
+    names a term of book/glossary.md, spelt exactly as there (Sphinx would match a wrong case
+    silently, and a misspelt name only warns at build time)."""
+    terms = glossary_terms(GLOSSARY.read_text(encoding="utf-8"))
+    bad = [f"{where}: {{term}}`{name}`" for where, text in _markdown_sources()
+           for name in term_uses(text) if name not in terms]
+    assert not bad, ("{term} roles that name no glossary term (write {term}`shown text <NAME>` "
+                     "with NAME exactly as in book/glossary.md):\n" + "\n".join(bad))
+
+
+def test_glossary_and_notation_are_in_the_book():
+    """Both pages are built (listed in _toc.yml, before the references) and the intro
+    links them."""
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    files = re.findall(r"file:\s*(\S+)", toc)
+    for page in ("book/glossary", "book/notation"):
+        assert page in files, f"_toc.yml does not list {page}"
+        assert files.index(page) < files.index("book/references")
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    assert "{doc}`glossary`" in intro and "{doc}`notation`" in intro

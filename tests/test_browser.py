@@ -565,6 +565,61 @@ def test_code_lines_fit_the_column(browser, chapter):
                              f"horizontal scrollbar; their longest lines: {res['over']}")
 
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import page_metrics  # noqa: E402  (the JavaScript measures, shared with scripts/page_check.py)
+
+
+def _measure(browser: CDP, js: str):
+    return browser.evaluate(f"({js})()")
+
+
+def _typeset(browser: CDP) -> None:
+    """Wait until MathJax has typeset the whole page (not only its first equation)."""
+    browser.evaluate("(window.MathJax && MathJax.startup && MathJax.startup.promise) ? "
+                     "MathJax.startup.promise.then(() => true) : true", timeout=60)
+    browser.pump(0.5)
+
+
+def _width(browser: CDP, width: int) -> None:
+    browser.call("Emulation.setDeviceMetricsOverride", width=width, height=900,
+                 deviceScaleFactor=1, mobile=width < 600)
+    browser.pump(1.0)                      # the layout and the CSS media queries follow
+
+
+def test_nothing_is_wider_than_the_column(browser, chapter):
+    """#31: no display equation wider than the text column (a 1280 px window and a 390 px
+    phone: MathJax's equations are cut off at the column's edge with no cue), and no printed
+    output block wider than the column at 1280 px (config reprs, machine paths, long
+    lines). Screenshots: ``_build/screenshots/phone_<chapter>.png``."""
+    _typeset(browser)
+    eq_desktop = _measure(browser, page_metrics.OVERFLOWING_EQUATIONS)
+    outputs = _measure(browser, page_metrics.OVERFLOWING_OUTPUTS)
+    _width(browser, 390)
+    try:
+        eq_phone = _measure(browser, page_metrics.OVERFLOWING_EQUATIONS)
+        browser.screenshot(SHOTS / f"phone_{chapter.split('/')[-1][:2]}.png")
+    finally:
+        _width(browser, 1280)
+    problems = ([f"equation {e['over']} px too wide at 1280 px: {e['tex']!r}"
+                 for e in eq_desktop]
+                + [f"equation {e['over']} px too wide at 390 px: {e['tex']!r}"
+                   for e in eq_phone]
+                + [f"output {o['over']} px too wide at 1280 px: {o['text']!r}"
+                   for o in outputs])
+    assert not problems, f"{chapter}: {len(problems)} block(s) wider than the column:\n" + \
+        "\n".join(problems)
+
+
+def test_no_control_is_dead(browser, chapter):
+    """#31: in the static book every slider, dropdown or button a reader sees answers
+    (a kernel-free figure slider); a live ``interact`` cell's widgets are not shown there
+    (its output is removed: it needs a kernel)."""
+    dead = _measure(browser, page_metrics.DEAD_CONTROLS)
+    n_sliders = browser.evaluate("document.querySelectorAll('.attn-figure-slider').length")
+    assert n_sliders >= 1, f"{chapter}: no kernel-free figure slider on the page"
+    assert not dead, f"{chapter}: controls with no kernel behind them: {dead}"
+
+
 def test_no_request_leaves_the_machine(browser, server):
     for page in (INTRO, CHAPTER1):
         if page not in _VISITS:  # this test run on its own

@@ -153,3 +153,166 @@ def test_an_untrained_model_fails_every_g6_finding():
     assert np.all(nxt - mean <= 10.0 / 4)  # late: γ_l*+1 − γ̄ > 10
     assert np.all(last - key <= 5.0 / 4)  # late: γ_L − γ_l* > 5
     assert np.all(key - mean <= 5.0 / 4)  # late: γ_l* − γ̄ > 5
+
+
+# --------------------------------------------- §2's slider: both toys from one start (β0, p0)
+# The live slider's whole range (the notebook's interact): β0 in [-5, 10], p0 in [0.05, 0.95].
+RANGE_B0 = (-5.0, -2.0, 0.0, 0.5, 2.0, 10.0)
+RANGE_P0 = (0.05, 0.5, 0.95)
+
+
+def _ce_flow_by_finite_differences(b0, b1, a, t_max=30.0, dt=0.005):
+    """An independent integration of the cross-entropy toy: its vector field is minus the
+    central-difference gradient of theory.gated_ce_loss (not the package's _ce_grad), and
+    the integrator is Heun's method (not RK4); every start at once. Returns p at each τ."""
+    y = np.array([b0, b1, a], dtype=float)
+    e = 1e-6
+
+    def field(y):
+        g = np.empty_like(y)
+        for k in range(3):
+            up, dn = y.copy(), y.copy()
+            up[k] += e
+            dn[k] -= e
+            g[k] = (theory.gated_ce_loss(*up) - theory.gated_ce_loss(*dn)) / (2 * e)
+        return -g
+
+    ps = [1 / (1 + np.exp(-y[2]))]
+    for _ in range(int(round(t_max / dt))):
+        k1 = field(y)
+        k2 = field(y + dt * k1)
+        y = y + dt / 2 * (k1 + k2)
+        ps.append(1 / (1 + np.exp(-y[2])))
+    return np.array(ps)
+
+
+def test_start_curves_unconstrained_part_is_the_closed_form_over_the_whole_range():
+    r = np.sqrt(2)
+    for b0 in RANGE_B0:
+        for p0 in RANGE_P0:
+            c = ch.start_curves(b0, p0)
+            tau = c["tau_flow"]
+            assert tau[0] == 0 and tau[-1] == 1.5 and len(tau) == 301
+            # Δ0 = β1 - β0 = -2 β0
+            want = p0 * np.cosh(r * tau) + (-2 * b0) / r * np.sinh(r * tau)
+            np.testing.assert_allclose(c["p_flow"], want, rtol=1e-12, atol=1e-12)
+            rk4 = theory.gated_flow(b0, -b0, p0, t_max=1.5, n_steps=300)["p"]
+            np.testing.assert_allclose(c["p_flow"], rk4, rtol=1e-6, atol=1e-6)
+
+
+def test_start_curves_cross_entropy_part_matches_an_independent_integration():
+    starts = [(b0, p0) for b0 in RANGE_B0 for p0 in RANGE_P0]
+    b0 = np.array([s[0] for s in starts])
+    p0 = np.array([s[1] for s in starts])
+    ps = _ce_flow_by_finite_differences(b0, -b0, np.log(p0 / (1 - p0)))  # (T, starts)
+    for j, (b, q) in enumerate(starts):
+        c = ch.start_curves(b, q)
+        assert c["tau_ce"][-1] == 30.0
+        want = np.interp(c["tau_ce"], np.linspace(0, 30, ps.shape[0]), ps[:, j])
+        np.testing.assert_allclose(c["p_ce"], want, atol=2e-4, err_msg=f"start {b, q}")
+        assert c["lowest_ce"] == c["p_ce"].min() and c["end_ce"] == c["p_ce"][-1]
+
+
+def test_start_curves_move_as_the_start_moves():
+    """At each p0: the unconstrained p(1.5) falls strictly as β0 grows; the cross-entropy
+    flow never dips below p0 from β0 <= 0 and dips ever lower as β0 grows past 0. At β0 = 2:
+    a higher p0 dips less. And the ends: §2's bad start is stuck, β0 = -5 only rises."""
+    for p0 in RANGE_P0:
+        cs = [ch.start_curves(b0, p0) for b0 in RANGE_B0]
+        assert np.all(np.diff([c["p_flow"][-1] for c in cs]) < 0)
+        lowest = np.array([c["lowest_ce"] for c in cs])
+        nonpos = np.array(RANGE_B0) <= 0
+        np.testing.assert_allclose(lowest[nonpos], p0, rtol=1e-12)
+        assert np.all(np.diff(lowest[~nonpos]) < 0) and lowest[~nonpos][0] < p0
+    dips = [ch.start_curves(2.0, p0)["lowest_ce"] for p0 in RANGE_P0]
+    assert np.all(np.diff(dips) > 0)
+    bad = ch.start_curves(10.0, 0.5)
+    assert bad["end_ce"] < 0.01 and bad["p_flow"][-1] < -50
+    good = ch.start_curves(-5.0, 0.5)
+    assert np.all(np.diff(good["p_ce"]) > 0) and good["end_ce"] > 0.85
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(beta0=float("nan")), ValueError, r"beta0 must be a finite number"),
+    (dict(beta0="10"), TypeError, r"beta0 must be a real number"),
+    (dict(beta0=True), TypeError, r"beta0 must be a real number"),
+    (dict(p0=0.0), ValueError, r"p0 must be in \(0\.0, 1\.0\)"),
+    (dict(p0=1.0), ValueError, r"p0 must be in \(0\.0, 1\.0\)"),
+    (dict(p0=None), TypeError, r"p0 must be a real number"),
+])
+def test_start_functions_name_a_bad_argument(kwargs, err, match):
+    args = {"beta0": 10.0, "p0": 0.5, **kwargs}
+    for fn in (ch.start_curves, ch.draw_start, ch.start_label):
+        with pytest.raises(err, match=match):
+            fn(**args)
+
+
+def test_draw_start_draws_each_start_readably_and_fast():
+    import io
+    import time
+
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt, set_style
+
+    set_style()
+    pngs, seconds = [], []
+    for b0, p0 in [(10.0, 0.5), (-5.0, 0.95), (2.0, 0.05)]:
+        t = time.perf_counter()
+        fig = ch.draw_start(b0, p0)
+        seconds.append(time.perf_counter() - t)
+        assert isinstance(fig, Figure) and len(fig.axes) == 2
+        line = fig.axes[1].lines[0].get_ydata()
+        np.testing.assert_allclose(line, ch.start_curves(b0, p0)["p_ce"])
+        sizes = rendered_text_pt(fig)
+        assert min(sizes["desktop"], sizes["phone"]) >= MIN_TEXT_PT, sizes
+        assert f"p_0 = {p0:g}" in fig._suptitle.get_text()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        pngs.append(buf.getvalue())
+        plt.close(fig)
+    assert len(set(pngs)) == 3  # the frames differ
+    assert min(seconds) < 1.0, seconds  # the docstring's "about 0.25 s per call"
+
+
+def test_start_presets_open_on_the_bad_start_and_lie_in_the_live_range():
+    assert ch.START_PRESETS[0] == (10.0, 0.5)  # §2's bad start, the live slider's default
+    labels = [ch.start_label(*s) for s in ch.START_PRESETS]
+    assert labels[0] == "β0 = 10, p0 = 0.5"
+    assert len(set(labels)) == len(labels)
+    for b0, p0 in ch.START_PRESETS:
+        assert -5 <= b0 <= 10 and 0.05 <= p0 <= 0.95
+
+
+def test_draw_small_gap_touches_the_lowest_p_of_the_closed_form():
+    import matplotlib.pyplot as plt
+
+    for gap in (-0.5, 0.0, 0.5, 0.7):
+        lowest = np.sqrt(0.25 - gap**2 / 2) if gap > 0 else 0.5
+        fig = ch.draw_small_gap(gap, lowest)
+        curve, line = fig.axes[0].lines[:2]
+        assert curve.get_ydata().min() == pytest.approx(lowest, abs=1e-3)
+        np.testing.assert_allclose(line.get_ydata(), lowest)
+        plt.close(fig)
+    with pytest.raises(ValueError, match=r"p0 must be in \(0\.0, 1\.0\)"):
+        ch.draw_small_gap(0.5, 0.3, p0=1.5)
+    with pytest.raises(TypeError, match=r"lowest must be a real number"):
+        ch.draw_small_gap(0.5, "low")
+
+
+def test_model_diagram_shows_every_part_of_the_classifier():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt
+
+    fig = ch.model_diagram()
+    assert isinstance(fig, Figure)
+    text = " ".join(t.get_text() for t in fig.axes[0].texts)
+    for part in ("tokens", "LSTM", r"\alpha^\top h_l", "softmax", r"\beta_l = W h_l",
+                 r"\sum_l p_l", r"\Pr[\mathrm{positive}]", r"$\alpha$", "$W$"):
+        assert part in text, part
+    sizes = rendered_text_pt(fig)
+    assert min(sizes["desktop"], sizes["phone"]) >= MIN_TEXT_PT, sizes
+    plt.close(fig)

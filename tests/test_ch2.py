@@ -719,3 +719,181 @@ def test_sen_gap_leaves_out_a_word_without_a_qualifying_point_wherever_it_stands
 
     assert gap([0, 1, 2]) == pytest.approx(0.2) == gap([1, 2, 0]) == gap([2, 0, 1])
     assert math.isnan(gap([0, 0, 0]))                               # no word qualifies
+
+
+# ------------------------------------------------------------------ #31: diagram and sliders
+@pytest.fixture
+def book_style():
+    """The book's figure style (as the notebook sets it), restored afterwards."""
+    import matplotlib as mpl
+
+    from attn_core.plotting import set_style
+
+    with mpl.rc_context():
+        set_style()
+        yield
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+    return " ".join(t.get_text() for t in fig.findobj(Text))
+
+
+def test_model_diagram_shows_every_part_of_the_model(book_style):
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    fig = ch2_sen.model_diagram()
+    try:
+        assert isinstance(fig, Figure)
+        text = _texts(fig)
+        for part in (r"sentence $\chi$", r"keys $\kappa_w$", r"embeddings $\nu_w$",
+                     "attention", r"$\bar\nu", "classifier FC / TC / TL",
+                     r"$s_w = q^\top\kappa_w$"):
+            assert part in text, part
+    finally:
+        plt.close(fig)
+
+
+#: the live slider's range (IntSlider 1..100) and points between, with the frames
+SLIDER_M = sorted({1, 2, 3, 7, 20, 33, 64, 100, *ch2_sen.SEN_VIEW_M})
+
+
+@pytest.mark.parametrize("m", SLIDER_M)
+def test_sen_curve_view_over_the_slider_range(m):
+    d = ch2_sen.sen_curve_view(m)
+    s = d["s"]
+    assert s[0] == 0 and s[-1] == pytest.approx(6.0) and len(s) == 241
+    # Eq. 10 and √(2s) in closed form, independently of theory.sen_curve
+    np.testing.assert_allclose(d["eq10"], np.sqrt(2 * s + 2 * (np.exp(s) - 1) / m),
+                               rtol=1e-12)
+    np.testing.assert_allclose(d["sqrt2s"], np.sqrt(2 * s), rtol=1e-12)
+    np.testing.assert_allclose(d["attention"], np.exp(s) / (np.exp(s) + m), rtol=1e-12)
+    assert d["s_half"] == pytest.approx(math.log(m), abs=1e-12)
+    assert d["v_half"] == pytest.approx(math.sqrt(2 * (math.log(m) + (m - 1) / m)))
+    # at s = ln m the topic word holds exactly half; Eq. 10 lies above √(2s) for s > 0
+    assert 1 / (1 + m * math.exp(-d["s_half"])) == pytest.approx(0.5)
+    assert np.all(d["eq10"][1:] > d["sqrt2s"][1:])
+    assert np.all(np.diff(d["eq10"]) > 0) and np.all(np.diff(d["attention"]) > 0)
+
+
+def test_sen_curve_view_moves_with_m():
+    views = [ch2_sen.sen_curve_view(m) for m in SLIDER_M]
+    for a, b in zip(views, views[1:]):          # a longer sentence: lower curve, less
+        assert np.all(b["eq10"][1:] < a["eq10"][1:])         # attention, later half point
+        assert np.all(b["attention"] < a["attention"])
+        assert b["s_half"] > a["s_half"]
+    # ... and towards √(2s(1 + 1/m)) -> √(2s) at small s
+    d = ch2_sen.sen_curve_view(100, s_max=0.01, n=5)
+    np.testing.assert_allclose(d["eq10"], np.sqrt(2 * d["s"] * 1.01), rtol=1e-4)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(m=0), ValueError, "m must be an int"),
+    (dict(m=2.5), TypeError, "m must be an int"),
+    (dict(m=True), TypeError, "m must be an int"),
+    (dict(m=5, s_max=0.0), ValueError, "s_max"),
+    (dict(m=5, s_max=float("nan")), ValueError, "s_max"),
+    (dict(m=5, n=1), ValueError, "n must be an int"),
+])
+def test_sen_curve_view_bad_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        ch2_sen.sen_curve_view(**kwargs)
+
+
+def _lines(fig, ax=0):
+    return [(ln.get_xdata(), ln.get_ydata()) for ln in fig.axes[ax].get_lines()]
+
+
+@pytest.mark.parametrize("m", [1, 20, 100])
+def test_draw_sen_curve_draws_the_view_and_is_readable(m, book_style):
+    import time
+
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt
+
+    t0 = time.perf_counter()
+    fig = ch2_sen.draw_sen_curve(m)
+    fig.canvas.draw()
+    took = time.perf_counter() - t0
+    try:
+        assert isinstance(fig, Figure) and len(fig.axes) == 2
+        d = ch2_sen.sen_curve_view(m)
+        (xs, eq10), (_, naive), (xh, vh), *_ = _lines(fig, 0)
+        np.testing.assert_allclose(eq10, d["eq10"])
+        np.testing.assert_allclose(naive, d["sqrt2s"])
+        assert xh[0] == pytest.approx(math.log(m)) and vh[0] == pytest.approx(d["v_half"])
+        np.testing.assert_allclose(_lines(fig, 1)[0][1], d["attention"])
+        assert f"m = {m}" in _texts(fig)
+        pt = rendered_text_pt(fig)
+        assert pt["desktop"] >= MIN_TEXT_PT and pt["phone"] >= MIN_TEXT_PT
+        assert took < 1.0 * 3   # < 1 s on the book's CPU; x3 for a loaded test machine
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("m", [1, 5, 20, 40, 100])
+def test_sen_attention_inverts_eq10_over_the_range(m):
+    s = np.array([0.0, 0.5, math.log(m), 2.0, 5.0])
+    v = theory.sen_curve(s, m)
+    np.testing.assert_allclose(ch2_sen.sen_score(v, m), s, atol=1e-9)
+    np.testing.assert_allclose(ch2_sen.sen_attention(v, m), np.exp(s) / (np.exp(s) + m),
+                               rtol=1e-9)
+    assert ch2_sen.sen_attention(0.0, m) == pytest.approx(1 / (1 + m))
+    assert float(ch2_sen.sen_attention(theory.sen_curve(math.log(m), m), m)) \
+        == pytest.approx(0.5)
+
+
+def test_sen_attention_at_a_fixed_norm_falls_with_m():
+    # Exercise 2.3's answer: the same norm buys less attention in a longer sentence
+    a = [float(ch2_sen.sen_attention(2.86, m)) for m in ch2_sen.SEN_M_VALUES]
+    assert all(x > y for x, y in zip(a, a[1:]))
+    assert a[2] == pytest.approx(0.5, abs=0.1)       # m = 20: Attn-TC's ≈ one half
+
+
+@pytest.mark.parametrize("args, exc, match", [
+    ((-1.0, 20), ValueError, "norm"),
+    ((float("inf"), 20), ValueError, "norm"),
+    ((1.0, 0), ValueError, "m"),
+    ((1.0, 2.5), TypeError, "m must be an int"),
+])
+def test_sen_attention_bad_arguments(args, exc, match):
+    with pytest.raises(exc, match=match):
+        ch2_sen.sen_attention(*args)
+
+
+@pytest.mark.parametrize("m", ch2_sen.SEN_M_VALUES)
+def test_draw_attention_at_norm_over_the_what_if_range(m, book_style):
+    import matplotlib.pyplot as plt
+
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt
+
+    meas = {"Attn-FC": (4.9, 0.9), "Attn-TL": (2.0, 0.2)}
+    fig = ch2_sen.draw_attention_at_norm(m, v_mark=2.86, measured=meas)
+    try:
+        lines = _lines(fig)
+        curve = lines[1 if m != 20 else 0]
+        np.testing.assert_allclose(curve[1], ch2_sen.sen_attention(curve[0], m))
+        assert curve[0][-1] == pytest.approx(1.1 * 4.9)      # the axis covers every point
+        mark = lines[2 if m != 20 else 1]
+        assert mark[1][0] == pytest.approx(float(ch2_sen.sen_attention(2.86, m)))
+        assert f"{float(ch2_sen.sen_attention(2.86, m)):.0%}" in _texts(fig)
+        assert "Attn-FC" in _texts(fig) and "Attn-TL" in _texts(fig)
+        pt = rendered_text_pt(fig)
+        assert pt["desktop"] >= MIN_TEXT_PT and pt["phone"] >= MIN_TEXT_PT
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(m=0), ValueError, "m must be an int"),
+    (dict(m=5, v_mark=-1.0), ValueError, "v_mark"),
+    (dict(m=5, v_max=0.0), ValueError, "v_max"),
+    (dict(m=5, measured=[(1.0, 0.5)]), TypeError, "measured"),
+    (dict(m=5, measured={"a": 1.0}), TypeError, "measured"),
+])
+def test_draw_attention_at_norm_bad_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        ch2_sen.draw_attention_at_norm(**kwargs)

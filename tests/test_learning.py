@@ -198,3 +198,54 @@ def test_every_claim_has_a_kind_and_findings_compute_their_untrained_value(path)
             assert not _is_literal(kw["untrained"]), \
                 f"{where}: untrained= is typed in; compute it from an untrained model"
     assert "finding" in kinds, f"{path.name}: no claim is a finding"
+
+
+LIVE_FIRST_LINES = ("# Live slider (needs a running kernel: Colab or JupyterLab; the static page "
+                    "shows the", "# pre-drawn slider above).")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_live_sliders_have_a_kernel_free_twin_and_no_dead_widgets(path):
+    """#31: every chapter has a live ``interact`` slider (Colab, JupyterLab) and, before
+    it, its kernel-free twin (``figure_slider``) that works in the static book; the live
+    cell's output is removed from the static book (tag remove-output: moving its widgets
+    there would recompute nothing) and its first lines say so."""
+    cells = _cells(path)
+    live = [i for i, c in enumerate(cells)
+            if c["cell_type"] == "code" and re.search(r"\binteract(_manual)?\(", _src(c))]
+    assert live, f"{path.name}: no live interact slider"
+    for i in live:
+        c = cells[i]
+        lines = _src(c).splitlines()
+        assert tuple(lines[:2]) == LIVE_FIRST_LINES, (
+            f"{path.name}: cell {i} (interact) must start with the two lines "
+            f"{LIVE_FIRST_LINES}")
+        assert "remove-output" in c.get("metadata", {}).get("tags", []), (
+            f"{path.name}: cell {i} (interact) needs the tag remove-output: its widgets are "
+            "dead in the static book")
+        before = [d for d in cells[max(0, i - 4):i] if d["cell_type"] == "code"]
+        assert any("figure_slider(" in _src(d) for d in before), (
+            f"{path.name}: cell {i} (interact) has no kernel-free twin (figure_slider) in "
+            "the code cells just before it")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_what_if_solutions_show_their_answer_space_as_a_slider(path):
+    """#31: a what-if exercise's folded solution shows the answer as its parameter moves,
+    as a kernel-free slider (its output, folded with it)."""
+    what_ifs = [(t, sol) for t, kind, _, sol in _exercises(path) if kind == "what if"]
+    assert what_ifs, f"{path.name}: no what-if exercise"
+    for title, sol in what_ifs:
+        assert "figure_slider(" in _src(sol), (
+            f"{path.name}: {title}: its solution shows no kernel-free slider")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_claims_cells_fold_their_code(path):
+    """#31: the claims cell shows its table, its code folded (tag hide-input), so that the
+    Summary follows the last section instead of a page of assertions."""
+    for i, c in enumerate(_cells(path)):
+        if c["cell_type"] == "code" and re.search(r"\bClaims\(|\bclaims\.(check|holds)\(",
+                                                  _src(c)):
+            assert "hide-input" in c.get("metadata", {}).get("tags", []), (
+                f"{path.name}: cell {i} (claims) must fold its code (tag hide-input)")

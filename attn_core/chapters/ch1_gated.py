@@ -9,6 +9,10 @@ first passes 2/L, say). ``KeywordConfig(bidirectional=True)`` swaps the unidirec
 the BiLSTM of SZKS (:class:`BiAttentionClassifier`), for the one-off comparison of §6.
 :func:`ce_recovery_gap` measures, on the softmax + cross-entropy toy of §4, how backwards a start
 can be and still recover within a given training time.
+
+For the page: :func:`start_curves` and :func:`draw_start` (§2's slider: the attention of both
+toys from a start β0, β1 = -β0, p0), :func:`draw_small_gap` (Exercise 1.2's answer as the gap
+moves) and :func:`model_diagram` (§5's attention LSTM classifier as boxes and arrows).
 """
 
 from __future__ import annotations
@@ -26,12 +30,13 @@ from ..data import KeywordTask
 from ..metrics import keyword_probe
 from ..models import ATTENTION_MODES, AttentionClassifier
 from ..stacked import StackedRNN, generators
-from ..theory import _ce_grad, _rk4, _sigmoid
+from ..theory import _ce_grad, _rk4, _sigmoid, gated_ce_flow, gated_flow_closed_form
 from ..training import OPTIMIZERS
 from ._experiment import Experiment
 
 __all__ = ["KeywordConfig", "KEYWORD_ATTENTION", "KEYWORD_UNIFORM", "BiAttentionClassifier",
-           "at_steps", "ce_flow_end", "ce_recovery_gap"]
+           "at_steps", "ce_flow_end", "ce_recovery_gap", "start_curves", "draw_start",
+           "START_PRESETS", "start_label", "draw_small_gap", "model_diagram"]
 
 
 class _BiLSTM(nn.Module):
@@ -207,3 +212,113 @@ def ce_recovery_gap(p0: float = 0.5, t_max: float = 60.0, high: float = 20.0,
             return float(grid[0])
         lo, hi = grid[j - 1], grid[j]
     return float(hi)
+
+
+# ------------------------------------------------------ §2's slider: both toys from one start
+#: The starts (β0, p0) of §2's pre-drawn slider, β1 = -β0 (backwards by 2β0 when β0 > 0):
+#: first §2's bad start, then ever smaller gaps at p0 = ½, then other initial attentions.
+START_PRESETS = ((10.0, 0.5), (5.0, 0.5), (2.0, 0.5), (1.0, 0.5), (0.5, 0.5), (0.0, 0.5),
+                 (-0.5, 0.5), (-1.0, 0.5), (-2.0, 0.5), (2.0, 0.9), (5.0, 0.9), (0.5, 0.1),
+                 (0.0, 0.1))
+
+
+def _check_start(beta0, p0) -> tuple[float, float]:
+    beta0 = check_real("beta0", beta0)
+    p0 = check_real("p0", p0, 0.0, 1.0, low_open=True, high_open=True)
+    return beta0, p0
+
+
+def start_label(beta0: float, p0: float) -> str:
+    """The slider's text for a start: ``"β0 = 10, p0 = 0.5"``."""
+    beta0, p0 = _check_start(beta0, p0)
+    return f"β0 = {beta0:g}, p0 = {p0:g}"
+
+
+def start_curves(beta0: float, p0: float = 0.5, t_flow: float = 1.5, t_ce: float = 30.0,
+                 n_steps: int = 1500) -> dict:
+    """The attention p(τ) of §1's and §4's toys from one start: β0, β1 = -β0, p(0) = ``p0``.
+
+    A positive ``beta0`` is a backwards start (gap β0 - β1 = 2·β0; §2's bad start is
+    β0 = 10). Returns ``tau_flow, p_flow``: the unconstrained flow on [0, ``t_flow``] (its
+    closed form, 301 points); ``tau_ce, p_ce``: the softmax + cross-entropy flow on
+    [0, ``t_ce``] (:func:`~attn_core.theory.gated_ce_flow`, RK4 with ``n_steps`` steps);
+    ``lowest_ce`` and ``end_ce``: its lowest and its last p. Pure; about 60 ms on a laptop
+    core (1,500 RK4 steps).
+    """
+    beta0, p0 = _check_start(beta0, p0)
+    t_flow = check_real("t_flow", t_flow, 0.0, low_open=True)
+    t_ce = check_real("t_ce", t_ce, 0.0, low_open=True)
+    n_steps = check_int("n_steps", n_steps, 1)
+    tau = np.linspace(0.0, t_flow, 301)
+    flow = gated_flow_closed_form(beta0, -beta0, p0, tau)
+    ce = gated_ce_flow(beta0, -beta0, p0, t_max=t_ce, n_steps=n_steps)
+    return {"tau_flow": tau, "p_flow": flow["p"], "tau_ce": ce["tau"], "p_ce": ce["p"],
+            "lowest_ce": float(ce["p"].min()), "end_ce": float(ce["p"][-1])}
+
+
+def draw_start(beta0: float, p0: float = 0.5):
+    """§2's slider frame: :func:`start_curves` drawn as two stacked panels (the unconstrained
+    flow, where p may run to -∞, above; the softmax + cross-entropy flow below), each with
+    the start's level p0. About 0.25 s per call on this book's CPU (measured: 0.2-0.3 s,
+    the drawing included). Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    c = start_curves(beta0, p0)
+    beta0, p0 = _check_start(beta0, p0)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(4.6, 5.2))
+    for ax, tau, p, color in ((a1, c["tau_flow"], c["p_flow"], "C1"),
+                              (a2, c["tau_ce"], c["p_ce"], "C0")):
+        ax.plot(tau, p, color=color, label="$p$")
+        ax.axhline(p0, color="grey", lw=0.8, ls=":", label="start $p_0$")
+        ax.set(ylabel="$p$", xlim=(0, tau[-1]))
+    a1.set(ylim=(-3, 4), xlabel=r"$\tau$", title="unconstrained flow (§1)")
+    a2.set(ylim=(0, 1), xlabel=r"training time $\tau$",
+           title=r"softmax + cross-entropy, $p = \sigma(a)$ (§4)")
+    a1.legend(loc="upper left", ncols=2)
+    fig.suptitle(rf"start $\beta_0 = {beta0:g},\ \beta_1 = {-beta0:g},\ p_0 = {p0:g}$")
+    return fig
+
+
+def draw_small_gap(gap: float, lowest: float, p0: float = 0.5, t_max: float = 3.0):
+    """Exercise 1.2's answer at one gap: the unconstrained flow's p(τ) from β0 - β1 = ``gap``
+    and p(0) = ``p0`` (its closed form), with a dashed line at ``lowest``, the answer's lowest
+    p, which the curve should just touch. Returns the Figure (about 0.1 s)."""
+    import matplotlib.pyplot as plt
+
+    gap = check_real("gap", gap)
+    lowest = check_real("lowest", lowest)
+    p0 = check_real("p0", p0, 0.0, 1.0, low_open=True, high_open=True)
+    t_max = check_real("t_max", t_max, 0.0, low_open=True)
+    tau = np.linspace(0.0, t_max, 301)
+    p = gated_flow_closed_form(gap / 2, -gap / 2, p0, tau)["p"]
+    fig, ax = plt.subplots(figsize=(4.6, 3.2))
+    ax.plot(tau, p, color="C1", label=r"$p(\tau)$")
+    ax.axhline(lowest, color="k", ls="--", lw=1.2, label="lowest $p$ (answer)")
+    ax.set(xlabel=r"training time $\tau$", ylabel="$p$", xlim=(0, t_max), ylim=(-0.05, 1.0),
+           title=rf"gap $\beta_0 - \beta_1 = {gap:g}$, $p_0 = {p0:g}$")
+    ax.legend(loc="upper left")
+    return fig
+
+
+# ------------------------------------------------------------------ §5's model, as a diagram
+def model_diagram():
+    """§5's attention LSTM classifier (:class:`~attn_core.models.AttentionClassifier`) as
+    boxes and arrows: tokens, LSTM states h_l, the attention (scores a_l = αᵀh_l, softmax),
+    the relevance β_l = W h_l, the logit Σ p_l β_l and Pr[positive]. Returns the Figure."""
+    from ..plotting import block_diagram
+
+    boxes = {
+        "x": (0.5, 0.06, r"tokens $x_1, \dots, x_L$", "input"),
+        "h": (0.5, 0.27, "embedding + LSTM\n" r"states $h_1, \dots, h_L$", "state"),
+        "alpha": (0.1, 0.5, r"$\alpha$", "weight"),
+        "a": (0.4, 0.5, r"$a_l = \alpha^\top h_l$" "\n" r"$p = \mathrm{softmax}(a)$",
+              "attention"),
+        "W": (0.94, 0.5, "$W$", "weight"),
+        "beta": (0.73, 0.5, r"$\beta_l = W h_l$", "state"),
+        "logit": (0.5, 0.73, r"logit $= \sum_l p_l\, \beta_l$", "output"),
+        "out": (0.5, 0.93, r"$\Pr[\mathrm{positive}] = \sigma(\mathrm{logit})$", "output"),
+    }
+    arrows = [("x", "h"), ("h", "a"), ("h", "beta"), ("alpha", "a"), ("W", "beta"),
+              ("a", "logit"), ("beta", "logit"), ("logit", "out")]
+    return block_diagram(boxes, arrows, size=(4.6, 4.4),
+                         title="§5: the attention LSTM classifier")

@@ -14,22 +14,27 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 
-from ..checks import check_choice, check_int, check_seeds
+from ..checks import check_choice, check_int, check_real, check_real_array, check_seeds
 from ..config import Preset
 from ..data import BagTask, MarkovPairTask, PurityGradedTask, TopicTask
 from ..metrics import attended_words, eq8_rates, sen_probe
 from ..models import CLASSIFIERS, TopicAttention, TopicAttentionCNN
-from ..theory import sen_relative_gap
+from ..plotting import WIDTH_IN, block_diagram
+from ..theory import sen_curve, sen_relative_gap
 from ..training import History, train
 from ._experiment import Experiment, check_history, check_tensor_dict
 
 __all__ = ["SENConfig", "SEN_MAIN", "SEN_ABLATION", "SEN_QUERY", "SEN_M_VALUES", "SEN_BY_LENGTH",
            "run_classifiers", "run_ablation", "test_accuracy_probe", "PurityConfig", "PURITY",
            "CNNConfig", "SEN_CNN", "pair_sen_probe", "run_bag_task", "ABLATION_FREEZE",
-           "sen_gap", "sen_gap_table", "member_tasks", "sentence_overlap", "untrained_run"]
+           "sen_gap", "sen_gap_table", "member_tasks", "sentence_overlap", "untrained_run",
+           "model_diagram", "sen_score", "sen_attention", "sen_curve_view", "draw_sen_curve",
+           "SEN_VIEW_M", "draw_attention_at_norm"]
 
 #: S6: the ablation's variants -- which parts of Attn-TC are frozen.
 ABLATION_FREEZE = {"TC": (), "TC-KF": ("keys",), "TC-EF": ("embeddings",)}
@@ -575,3 +580,121 @@ def untrained_run(history: History) -> History:
                    metrics={k: first(v) for k, v in history.metrics.items()},
                    probes={k: first(v) for k, v in history.probes.items()}, model=None,
                    cached=False, saved_at=None)
+
+
+# --------------------------------------------------------------------------- the model (§1)
+def model_diagram() -> Figure:
+    """Attn-FC, -TC and -TL (:class:`~attn_core.models.TopicAttention`) as boxes and arrows:
+    a sentence's words, their keys κ_w and embeddings ν_w, the attention the fixed query q
+    reads off the keys, the attention-weighted embedding ν̄ and the classifier on top (the
+    only part in which the three models differ)."""
+    boxes = {
+        "words": (0.5, 0.07, r"sentence $\chi$: $m + 1$ words $w$", "input"),
+        "keys": (0.2, 0.32, r"keys $\kappa_w$", "weight"),
+        "emb": (0.76, 0.32, r"embeddings $\nu_w$", "weight"),
+        "att": (0.2, 0.6, "attention\n" + r"$e^{s_w}/Z(\chi)$", "attention"),
+        "bar": (0.76, 0.6, r"$\bar\nu = \sum_w \nu_w\, e^{s_w}/Z$", "state"),
+        "clf": (0.5, 0.9, "classifier FC / TC / TL\n" + r"$\to$ topic $y$", "output"),
+    }
+    arrows = [("words", "keys"), ("words", "emb"), ("keys", "att", r"$s_w = q^\top\kappa_w$"),
+              ("att", "bar"), ("emb", "bar"), ("bar", "clf")]
+    return block_diagram(boxes, arrows, size=(WIDTH_IN, 4.4), title="The model of LMN §3")
+
+
+# --------------------------------------------------------------------------- Eq. 10 (§2-§3)
+def sen_score(norm, m: int) -> np.ndarray:
+    """The score s >= 0 at which LMN Eq. 10 gives the SEN norm ``norm`` (>= 0) for ``m``
+    non-topic words per sentence: the inverse of :func:`~attn_core.theory.sen_curve`, by
+    bisection (the curve increases in s, and s <= ‖v‖²/2 since (e^s − 1)/m >= 0)."""
+    v = np.asarray(norm, dtype=np.float64)
+    if not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ValueError(f"norm must be finite and >= 0; got {norm!r}")
+    sen_curve(0.0, m)  # validates m (TypeError / ValueError naming it)
+    lo, hi = np.zeros_like(v), v ** 2 / 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        below = sen_curve(mid, m) < v
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return (lo + hi) / 2
+
+
+def sen_attention(norm, m: int) -> np.ndarray:
+    """The share of its sentence's attention a topic word of SEN norm ``norm`` holds among
+    ``m`` non-topic words of score 0: e^s / (e^s + m) at the score s = :func:`sen_score`
+    (Eq. 10 inverted). 1/(1 + m) at norm 0, exactly ½ at the norm Eq. 10 gives s = ln m."""
+    s = sen_score(norm, m)
+    return 1.0 / (1.0 + 20 * np.exp(-s))
+
+
+#: The sentence lengths of §2's Eq. 10 slider (its kernel-free frames).
+SEN_VIEW_M = (1, 2, 5, 10, 20, 40, 100)
+
+
+def sen_curve_view(m: int, s_max: float = 6.0, n: int = 241) -> dict:
+    """What §2's slider shows for ``m`` non-topic words per sentence, on ``n`` scores
+    ``s`` in [0, ``s_max``]: ``eq10`` (LMN Eq. 10, ‖v‖ = √(2(s + (e^s − 1)/m))), ``sqrt2s``
+    (√(2s): Eq. 10 without its e^s/m term), ``attention`` (the topic word's share
+    e^s/(e^s + m), the non-topic scores at 0), and the point of half attention,
+    ``s_half`` = ln m with its norm ``v_half``. Pure and fast (arrays of ``n``)."""
+    m = check_int("m", m, 1)
+    s_max = check_real("s_max", s_max, 0.0, low_open=True)
+    n = check_int("n", n, 2)
+    s = np.linspace(0.0, s_max, n)
+    s_half = float(np.log(m))
+    return {"s": s, "eq10": sen_curve(s, m), "sqrt2s": np.sqrt(2 * s),
+            "attention": 1.0 / (1.0 + (m + 1) * np.exp(-s)), "s_half": s_half,
+            "v_half": float(sen_curve(s_half, m))}
+
+
+def draw_sen_curve(m: int) -> Figure:
+    """§2's slider frame for ``m`` (:func:`sen_curve_view`): Eq. 10 against √(2s) (top) and
+    the topic word's attention (bottom), on fixed axes, with the score ln m of half
+    attention marked. Measured: about 0.1 s per call on the 2-core CPU."""
+    d = sen_curve_view(m)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(WIDTH_IN, 5.8), sharex=True)
+    a1.plot(d["s"], d["eq10"], color="k", lw=2, label="Eq. 10")
+    a1.plot(d["s"], d["eq10"] * 0.9, color="grey", ls="--", lw=1.5, label=r"$\sqrt{2s}$")
+    a1.plot(d["s_half"], d["v_half"], "o", color="C3", ms=7, label=r"$s = \ln m$")
+    a1.set(ylabel=r"SEN norm $\|v\|$", ylim=(0, 6), title=f"$m = {m}$ non-topic words")
+    a1.legend(loc="lower right")
+    a2.plot(d["s"], d["attention"], color="C0", lw=2)
+    a2.plot(d["s_half"], 0.5, "o", color="C3", ms=7)
+    for ax in (a1, a2):
+        ax.axvline(d["s_half"], color="C3", lw=1, ls=":")
+    a2.set(xlabel="score $s$", ylabel="attention on\nthe topic word", ylim=(0, 1),
+           xlim=(0, d["s"][-1]))
+    return fig
+
+
+def draw_attention_at_norm(m: int, v_mark: float | None = None, measured: dict | None = None,
+                           v_max: float | None = None) -> Figure:
+    """Exercise 2.3's answer space for ``m`` non-topic words: the attention a topic word of
+    SEN norm ‖v‖ gets (:func:`sen_attention`) against ‖v‖ in [0, ``v_max``] (default: 4, or
+    past the largest norm shown), with m = 20 (§2's runs) dashed for reference; ``v_mark``
+    marks one norm and its attention; ``measured`` ``{label: (norm, attention)}`` adds runs'
+    measured points. Measured: about 0.2 s per call on the 2-core CPU."""
+    m = check_int("m", m, 1)
+    if v_mark is not None:
+        v_mark = check_real("v_mark", v_mark, 0.0)
+    if measured is not None and not (isinstance(measured, dict) and all(
+            isinstance(p, tuple) and len(p) == 2 for p in measured.values())):
+        raise TypeError("measured must be None or a dict {label: (norm, attention)}")
+    if v_max is None:
+        shown = [v_mark or 0.0] + [float(p[0]) for p in (measured or {}).values()]
+        v_max = max(4.0, 1.1 * max(shown))
+    v_max = check_real("v_max", v_max, 0.0, low_open=True)
+    v = np.linspace(0.0, v_max, 161)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.2))
+    if m != 20:
+        ax.plot(v, sen_attention(v, 20), color="grey", ls="--", lw=1.5, label="$m = 20$")
+    ax.plot(v, sen_attention(v, m), color="k", lw=2, label=f"$m = {m}$")
+    if v_mark is not None:
+        a = float(sen_attention(v_mark, m))
+        ax.plot(v_mark, a, "o", color="C3", ms=8,
+                label=rf"$\|v\| = {v_mark:.2f}$: {a:.0%}")
+    for k, (label, (vn, at)) in enumerate((measured or {}).items()):
+        ax.plot(vn, at, "s", color=f"C{k}", ms=7, label=label)
+    ax.set(xlabel=r"SEN norm $\|v\|$", ylabel="attention on\nthe topic word",
+           xlim=(0, v_max), ylim=(0, 1), title=f"$m = {m}$ non-topic words")
+    ax.legend(loc="upper left")
+    return fig

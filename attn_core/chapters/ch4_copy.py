@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import plotting
 from ..checks import check_bool, check_choice, check_generator, check_int, check_real
 from ..config import Preset, first_seeds
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
@@ -36,7 +37,8 @@ __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_
            "run_proxy", "AUTHORS_CODE_FAST", "MODEL_ABLATION_FAST", "guessing_accuracy",
            "MIXTURE", "MIXTURE_REFERENCE", "steps_to_level",
            "LuongSeq2Seq", "stored_configs", "untrained", "proxy_alignment",
-           "untrained_proxy", "fisher_exact", "newcombe_interval"]
+           "untrained_proxy", "fisher_exact", "newcombe_interval", "model_diagram",
+           "centred_count_table", "count_diagonal", "draw_count_diagonal"]
 
 #: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
 SUCCESS_LEVEL = 0.95
@@ -314,6 +316,90 @@ def proxy_alignment(proxy, task, generator: torch.Generator, n: int = 256) -> tu
     beta = proxy.lexical_probe(b["src"], b["tgt"])[..., :L, :L]        # (1, n, L, L)
     hit = beta.argmax(-1) == b["align"][..., :L]
     return float(beta.std(-1).mean()), float(hit.float().mean())
+
+
+# ------------------------------------------------------------------ the model diagram
+def model_diagram():
+    """§1's seq2seq (:class:`LuongSeq2Seq`) as boxes and arrows: the input words and EOS
+    into the encoder LSTM (states h_1..h_{L+1}), the previous target word into the decoder
+    LSTM (state s_t, started from the encoder's last state), both through one shared
+    embedding E; the attention α_{t,l} from the bilinear score with its bias, the projected
+    context c_t, and the output distribution p_t. Returns the Figure."""
+    boxes = {
+        "x": (0.17, 0.06, r"$x_1 \ldots x_L$, EOS", "input"),
+        "E": (0.5, 0.06, "embedding $E$\n(shared)", "weight"),
+        "y": (0.83, 0.06, "$y_{t-1}$", "input"),
+        "enc": (0.17, 0.33, "encoder LSTM\n" r"$h_1 \ldots h_{L+1}$", "state"),
+        "dec": (0.83, 0.33, "decoder LSTM\n$s_t$", "state"),
+        "att": (0.45, 0.56, r"attention $\alpha_{t,l}$:" "\nsoftmax$_l$ of\n"
+                r"$s_t^\top W h_l + a^\top h_l$", "attention"),
+        "ctx": (0.45, 0.8, r"$c_t = P \sum_l \alpha_{t,l} h_l + b$", "attention"),
+        "out": (0.78, 0.95, "$p_t$ = softmax of\n" r"$W_o \tanh(W_c [s_t; c_t] + b_c) + b_o$",
+                "output"),
+    }
+    arrows = [("x", "enc"), ("E", "enc"), ("E", "dec"), ("y", "dec"),
+              ("enc", "dec", "last state"), ("enc", "att"), ("dec", "att"),
+              ("att", "ctx"), ("ctx", "out"), ("dec", "out")]
+    return plotting.block_diagram(boxes, arrows, size=(plotting.WIDTH_IN, 5.4),
+                                  title="Chapter 4's seq2seq at output step $t$")
+
+
+# ------------------------------------------------------------------ §6's slider
+def centred_count_table(length: int, vocab: int, n: int = 2000, seed: int = 0) -> np.ndarray:
+    """The count table of ``n`` copy pairs of ``length`` = L distinct words out of ``vocab``
+    = V >= L (permutations when V = L), scaled as :func:`scaled_count_table` shows it
+    (L·C/n) and centred: each row minus its mean over the output words o, the proxy's
+    gradient at θ = 0 (§3). (V, V); drawn from ``torch.Generator().manual_seed(seed)``, so
+    the same arguments give the same table. Its expectation is Exercise 4.4's answer.
+    About 5 ms at L = 20, V = 40, n = 2000."""
+    L = check_int("length", length)
+    V = check_int("vocab", vocab, L)
+    n = check_int("n", n)
+    seed = check_int("seed", seed, 0)
+    b = CopyTask(L, V, "distinct").sample(torch.Generator().manual_seed(seed), n)
+    # how often each word is in each input (x) and output (y): (n, V); Σ_pairs of their
+    # outer products is L·C (C carries 1/L)
+    x = torch.nn.functional.one_hot(b["src"][:, :L], V).sum(1).double()
+    y = torch.nn.functional.one_hot(b["tgt"][:, :L], V).sum(1).double()
+    table = (x.T @ y).numpy() / n
+    return table - table.mean(1, keepdims=True)
+
+
+def count_diagonal(length: int, vocab: int, n: int = 2000, seed: int = 0) -> float:
+    """The mean of the diagonal of :func:`centred_count_table` (same arguments): how much
+    more often a word comes out when it went in than an average word does. 0 (exactly) at
+    V = L."""
+    return float(np.diag(centred_count_table(length, vocab, n, seed)).mean())
+
+
+#: The colour range of :func:`draw_count_diagonal`'s table (the same in every frame): the
+#: centred diagonal stays below 1/4 in expectation, the centred off-diagonal entries near 0.
+COUNT_RANGE = (-0.05, 0.3)
+
+
+def draw_count_diagonal(vocab: int, length: int = 20, n: int = 2000, seed: int = 0):
+    """§6's slider frame at V = ``vocab``: above, :func:`centred_count_table` (L =
+    ``length``), with its colour bar (the range :data:`COUNT_RANGE` in every frame); below,
+    :func:`count_diagonal` against V/L for every V from L to max(2L, ``vocab``), this V
+    marked. Returns the Figure. Measured: about 0.3 s a call at L = 20 (one core)."""
+    import matplotlib.pyplot as plt
+
+    L = check_int("length", length)
+    V = check_int("vocab", vocab, L)
+    Vs = np.arange(L, max(2 * L, V) + 1)
+    diag = np.array([count_diagonal(L, int(v), n, seed) for v in Vs])
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(plotting.WIDTH_IN, 7.2),
+                                 gridspec_kw={"height_ratios": [1.5, 1]})
+    plotting.heatmap(a1, centred_count_table(L, V, n, seed), colorbar=True, cmap="magma",
+                     vmin=COUNT_RANGE[0], vmax=COUNT_RANGE[1])
+    a1.set(title=f"centred count table, V = {V}", xlabel="output word $o$",
+           ylabel="input word $i$")
+    d = diag[V - L]
+    a2.plot(Vs / L, diag, "o-", color="0.6", ms=3, lw=1)
+    a2.plot([V / L], [d], "o", color="C3", ms=9)
+    a2.set(xlabel="vocabulary ratio $V/L$", ylabel="mean diagonal",
+           ylim=(-0.01, COUNT_RANGE[1]), title=f"V/L = {V / L:.2f}: diagonal {d:.3f}")
+    return fig
 
 
 # ------------------------------------------------------------------ the model, readable

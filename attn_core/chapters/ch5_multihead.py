@@ -25,10 +25,13 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 from torch import nn
 
+from .. import plotting
 from ..cache import check_cache_name
 from ..checks import check_choice, check_int, check_real, check_seeds
 from ..config import Preset, env_max_steps
@@ -44,7 +47,9 @@ __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combination
            "stored_configs", "screen_configs", "combination_configs", "head_rate",
            "rate_difference", "rescue_prediction", "verdict_agreement", "repeat_rates",
            "diagonal_heads", "rescue_findings", "RANDOM_HEADS_ALONE",
-           "random_heads_alone_runs"]
+           "random_heads_alone_runs", "model_diagram", "rescue_curve", "rescue_fit",
+           "draw_rescue", "show_rescue", "RESCUE_SLIDER", "labels_at", "draw_labels_at",
+           "BAD_SLIDER"]
 
 #: The three kinds of K-head combinations of SZKS Fig. 2 right.
 COMBINATION_KINDS = ("all bad", "one good", "random")
@@ -732,3 +737,160 @@ def rescue_findings(cfg: "RescueConfig", screen: dict, combo_runs: dict, random_
             "more_heads": rate_difference(rates[f"random K={k_max}"], p1),
             "good_head_diagonal": (int(won.sum()), int(good_diag.sum())),
             "diagonal_iff_success": (total, matches, succeeded)}
+
+
+# ------------------------------------------------------------------------ the model diagram
+#: The boxes of :func:`model_diagram`: (x, y, label, kind) in the unit square.
+_DIAGRAM_BOXES = {
+    "src": (0.2, 0.05, "source $x_1, \\ldots, x_L$", "input"),
+    "tgt": (0.8, 0.05, "output so far $y_{<t}$", "input"),
+    "enc": (0.2, 0.25, "GRU encoder\n$h_1, \\ldots, h_L$", "state"),
+    "dec": (0.8, 0.25, "GRU decoder\n$s_t$", "state"),
+    "h1": (0.2, 0.47, "head 1\n$W_1,\\ P_1$", "attention"),
+    "hk": (0.5, 0.47, "$\\cdots$", "attention"),
+    "hK": (0.8, 0.47, "head $K$\n$W_K,\\ P_K$", "attention"),
+    "avg": (0.5, 0.665, "$c_t = \\frac{1}{K}\\sum_k P_k\\, c^k_t$", "attention"),
+    "mix": (0.5, 0.815, "$\\tanh(W_c [s_t;\\, c_t] + b_c)$", "state"),
+    "out": (0.5, 0.94, "$p_t = \\mathrm{softmax}(W_o \\cdot + b_o)$", "output"),
+}
+_DIAGRAM_ARROWS = (("src", "enc"), ("tgt", "dec"), ("enc", "dec"),
+                   ("enc", "h1"), ("dec", "h1"), ("enc", "hK"), ("dec", "hK"),
+                   ("h1", "avg"), ("hK", "avg"), ("avg", "mix"), ("mix", "out"))
+
+
+def model_diagram() -> Figure:
+    """The chapter's model (§1, :class:`MultiHeadLuong`) as a block diagram: a GRU
+    encoder-decoder sharing one embedding; K Luong heads, head k with its own score matrix
+    W_k and projection P_k, each reading the decoder state s_t and every encoder state h_l;
+    their projected contexts averaged into c_t, which the output layer reads with s_t."""
+    return plotting.block_diagram(_DIAGRAM_BOXES, _DIAGRAM_ARROWS, size=(4.6, 5.0),
+                                  title="$K$ heads over the same encoder states")
+
+
+# ------------------------------------------------- the rescue slider (§4) and Exercise 5.2's
+#: The one-head rates p of §4's pre-drawn rescue slider (0.05 to 0.95).
+RESCUE_SLIDER = tuple(round(0.05 * i, 2) for i in range(1, 20))
+
+
+def _check_measured(measured) -> dict:
+    """``{K: (rate, low, high)}`` sorted by K, every number in [0, 1], low <= rate <= high."""
+    if not isinstance(measured, dict) or not measured:
+        raise TypeError(f"measured must be a non-empty dict {{K: (rate, low, high)}}; got "
+                        f"{type(measured).__name__} {measured!r}"[:200])
+    out = {}
+    for k, r in measured.items():
+        k = check_int("measured's keys (K)", k)
+        if not isinstance(r, (tuple, list)) or len(r) != 3:
+            raise TypeError(f"measured[{k}] must be a (rate, low, high) triple; got {r!r}")
+        rate, lo, hi = (check_real(f"measured[{k}]", v, 0.0, 1.0) for v in r)
+        if not lo <= rate <= hi:
+            raise ValueError(f"measured[{k}] must satisfy low <= rate <= high; got "
+                             f"({rate}, {lo}, {hi})")
+        out[k] = (rate, lo, hi)
+    return dict(sorted(out.items()))
+
+
+def rescue_curve(p, ks) -> np.ndarray:
+    """``1 − (1 − p)^K`` for every K of ``ks``: the chance that at least one of K heads is
+    good, when each is good on its own with probability ``p`` (in [0, 1]) independently of
+    the others. (len(ks),) float."""
+    p = check_real("p", p, 0.0, 1.0)
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Iterable):
+        raise TypeError(f"ks must be a sequence of head counts; got {type(ks).__name__}")
+    ks = np.array([check_int(f"ks[{i}]", k) for i, k in enumerate(ks)], dtype=float)
+    if not ks.size:
+        raise ValueError("ks must hold at least one head count")
+    return 1.0 - (1.0 - p) ** ks
+
+
+def rescue_fit(p, measured) -> dict:
+    """What §4's rescue slider shows at the one-head rate ``p``: for every K of
+    ``measured`` (``{K: (rate, low, high)}``, a measured success rate and its 95 %
+    interval), the prediction ``1 − (1 − p)^K`` and whether it lies in that interval.
+
+    Returns ``ks``, ``predicted``, ``rate``, ``low``, ``high`` (arrays in K order),
+    ``inside`` (bool array), ``n_inside`` and ``p_range``: the p for which the prediction
+    lies in *every* interval, ``(low, high)`` from the inverse ``p = 1 − (1 − r)^(1/K)`` of
+    each interval's ends, or None when no p fits them all."""
+    m = _check_measured(measured)
+    ks = list(m)
+    pred = rescue_curve(p, ks)
+    rate, lo, hi = (np.array([m[k][j] for k in ks]) for j in range(3))
+    inside = (pred >= lo - 1e-12) & (pred <= hi + 1e-12)
+    inv = [(1 - (1 - m[k][1]) ** (1 / k), 1 - (1 - m[k][2]) ** (1 / k)) for k in ks]
+    p_lo, p_hi = max(a for a, _ in inv), min(b for _, b in inv)
+    return {"ks": np.array(ks), "predicted": pred, "rate": rate, "low": lo, "high": hi,
+            "inside": inside, "n_inside": int(inside.sum()),
+            "p_range": (float(p_lo), float(p_hi)) if p_lo <= p_hi else None}
+
+
+def draw_rescue(p, measured) -> Figure:
+    """The rescue slider's frame (:func:`rescue_fit`): the measured success rates with their
+    95 % intervals against ``1 − (1 − p)^K`` at K = 1 to the largest measured K, and how
+    many intervals the prediction meets. About 0.1 s per call (2-core CPU)."""
+    f = rescue_fit(p, measured)
+    ks = f["ks"]
+    k_all = np.arange(1, ks.max() + 1)
+    fig, ax = plt.subplots(figsize=(4.6, 3.9))
+    ax.errorbar(ks, f["rate"], yerr=[f["rate"] - f["low"], f["high"] - f["rate"]], fmt="o",
+                capsize=5, color="C0", label="measured (95% CI)")
+    ax.plot(k_all, rescue_curve(p, k_all), "k--", marker="x", ms=7,
+            label=r"$1-(1-p)^K$")
+    ax.set(xticks=k_all, xlabel="number of random heads $K$", ylabel="success rate",
+           ylim=(-0.03, 1.05),
+           title=f"$p$ = {float(p):.2f}: inside {f['n_inside']} of {len(ks)} intervals")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=2, frameon=False)
+    return fig
+
+
+def show_rescue(p, measured) -> None:
+    """:func:`draw_rescue`, shown (for a live ``interact`` slider, which must show its
+    figure rather than return it)."""
+    draw_rescue(p, measured)
+    plt.show()
+
+
+#: The bad thresholds of Exercise 5.2's answer slider (the protocol's is 0.6).
+BAD_SLIDER = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+
+_LABEL_COLORS = {"good": "C0", "bad": "C3", "inconsistent": "C7"}
+
+
+def labels_at(final_acc, good: float, bad: float) -> dict:
+    """Exercise 5.2's answer at the thresholds ``good`` and ``bad``: every head's label
+    (:func:`~attn_core.metrics.classify_heads` of the (heads, data streams) ``final_acc``),
+    the ``counts`` of each label, and the verdict repeat of
+    :func:`~attn_core.metrics.verdict_repeat`: ``decided`` (heads the first stream
+    decides) and ``repeat`` (of those, how many get the same verdict strictly on every
+    other stream)."""
+    labels = classify_heads(final_acc, good, bad)
+    r = verdict_repeat(final_acc, good, bad)
+    return {"labels": labels,
+            "counts": {k: int((labels == k).sum()) for k in _LABEL_COLORS},
+            "decided": r["decided"], "repeat": r["repeat"]}
+
+
+def draw_labels_at(final_acc, good: float, bad: float) -> Figure:
+    """Exercise 5.2's answer slider (:func:`labels_at`): every head's final accuracy on each
+    data stream (heads sorted by their mean; one dot per stream), coloured by its label at
+    these thresholds (dotted lines). About 0.1 s per call (2-core CPU)."""
+    r = labels_at(final_acc, good, bad)
+    acc = np.asarray(final_acc, dtype=float)
+    order = np.argsort(acc.mean(1), kind="stable")
+    fig, ax = plt.subplots(figsize=(4.6, 4.0))
+    for label, color in _LABEL_COLORS.items():
+        rows = [i for i, j in enumerate(order) if r["labels"][j] == label]
+        if rows:
+            for s, marker in zip(range(acc.shape[1]), "os^Dv"):
+                ax.scatter(rows, acc[order[rows], s], s=30, color=color, marker=marker,
+                           alpha=0.85, label=label if s == 0 else None)
+    ax.axhline(good, color="C0", ls=":", lw=1.2)
+    ax.axhline(bad, color="C3", ls=":", lw=1.2)
+    c = r["counts"]
+    ax.set(xlabel="head (sorted by mean accuracy)", ylabel="final token accuracy",
+           ylim=(min(0.4, acc.min() - 0.03), 1.03),
+           title=f"bad < {bad:g}: {c['good']} good, {c['bad']} bad, "
+                 f"{c['inconsistent']} incons.\nrepeat {r['repeat']} of {r['decided']} decided")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3, frameon=False)
+    return fig

@@ -20,29 +20,13 @@ import math
 import numpy as np
 import torch
 
+from ..chapters.ch2_sen import sen_score  # Eq. 10 inverted (re-exported: ex.sen_score)
 from ..models import TopicAttention
 from ..theory import sen_curve, sen_theorem1
 from . import Wrong, checker, expect_number, expect_shape, matches
 
 __all__ = ["check_attention_forward", "check_half_attention", "check_attention_at_norm",
            "check_theorem1_norm", "sen_score"]
-
-
-def sen_score(norm, m: int) -> np.ndarray:
-    """The score s >= 0 at which LMN Eq. 10 gives the SEN norm ``norm`` (>= 0) for ``m``
-    non-topic words per sentence: the inverse of :func:`~attn_core.theory.sen_curve`, by
-    bisection (the curve increases in s, and s <= ‖v‖²/2 since (e^s − 1)/m >= 0)."""
-    v = np.asarray(norm, dtype=np.float64)
-    if not np.all(np.isfinite(v)) or np.any(v < 0):
-        raise ValueError(f"norm must be finite and >= 0; got {norm!r}")
-    sen_curve(0.0, m)  # validates m (TypeError / ValueError naming it)
-    lo, hi = np.zeros_like(v), v ** 2 / 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        below = sen_curve(mid, m) < v
-        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-    return (lo + hi) / 2
-
 
 
 # --------------------------------------------------------------------------- 2.1 (code)

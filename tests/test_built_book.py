@@ -1,0 +1,125 @@
+"""What the built book shows, read from the build itself (no browser): every figure's text
+is readable at the column width, on a desktop and on a phone; no machine path and no Python
+object repr reaches a page. Runs after the book build (stage 3 of scripts/run_tests.sh);
+skipped when the book has not been built.
+
+The figures' text sizes come from the executed notebooks in the build's execution cache:
+``plotting.set_style()`` records, with every figure a chapter displays, the size of its
+smallest text once the figure is fitted to the column (``attn_text_pt``), and each
+kernel-free slider carries the smallest over its frames (``attn-text-pt-*`` classes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.book
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+HTML = BUILD / "html"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import page_check  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def executed() -> dict:
+    """{chapter file name: the executed notebook (the cache's outputs merged in)}."""
+    if not (BUILD / ".jupyter_cache").is_dir() or not HTML.is_dir():
+        pytest.skip("the book is not built (bash scripts/build_book.sh)")
+    import nbformat
+    from jupyter_cache import get_cache
+
+    cache = get_cache(str(BUILD / ".jupyter_cache"))
+    out = {}
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        try:
+            _, merged = cache.merge_match_into_notebook(nb)
+        except KeyError:
+            pytest.fail(f"{path.name} has no execution in the build's cache matching its "
+                        f"code: build the book again (bash scripts/build_book.sh)")
+        out[path.name] = merged
+    return out
+
+
+def test_every_chapter_was_executed(executed):
+    assert sorted(executed) == [p.name for p in NOTEBOOKS]
+    for name, nb in executed.items():
+        n = sum(len(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code")
+        assert n >= 20, f"{name}: only {n} outputs in its execution"
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS])
+def test_figures_are_readable_and_outputs_clean(executed, name):
+    """Every figure's smallest text is >= 9 pt once fitted to the column (688 px on a
+    desktop, 358 px on a phone), every figure went through the book's style, and no output
+    shows an object repr or a path of the machine that built it."""
+    nb = executed[name]
+    n_figures = sum("image/png" in o.get("data", {}) for c in nb.cells
+                    if c.cell_type == "code" for o in c.get("outputs", []))
+    assert n_figures >= 3, f"{name}: only {n_figures} figures"
+    problems = page_check.notebook_problems(nb)
+    assert not problems, f"{name}:\n" + "\n".join(problems)
+
+
+def test_no_machine_path_in_the_html():
+    """No page, script or source copy of the built site names a folder of the machine that
+    built it (the results cache, the checkout, a home or temporary folder)."""
+    if not HTML.is_dir():
+        pytest.skip("the book is not built (bash scripts/build_book.sh)")
+    needles = {str(ROOT), str(Path.home()) + "/", tempfile.gettempdir() + "/attn",
+               "/home/", "/root/", "/Users/"}
+    if os.environ.get("ATTN_CACHE", "off") not in ("off", ""):
+        needles.add(os.environ["ATTN_CACHE"])
+    found = []
+    for path in HTML.rglob("*"):
+        if not path.is_file() or path.suffix not in (".html", ".js", ".txt", ".ipynb",
+                                                     ".json", ".md"):
+            continue
+        if "_static" in path.parts and path.suffix == ".js":
+            continue                                   # third-party bundles
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for needle in needles:
+            i = text.find(needle)
+            if i >= 0:
+                found.append(f"{path.relative_to(HTML)}: ...{text[max(0, i - 40):i + 60]!r}")
+    assert not found, "machine paths in the built book:\n" + "\n".join(found[:20])
+
+
+def test_the_checks_catch_what_they_look_for():
+    """page_check's notebook rules fail a small figure, a missing record, a repr and a
+    path (so a green run above means something)."""
+    import nbformat
+
+    def nb_with(outputs):
+        nb = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell("x")
+        cell.outputs = outputs
+        nb.cells = [cell]
+        return nb
+
+    small = nbformat.v4.new_output("display_data", data={"image/png": "AA=="},
+                                   metadata={"image/png": {"attn_text_pt": {
+                                       "desktop": 12.0, "phone": 6.5}}})
+    bare = nbformat.v4.new_output("display_data", data={"image/png": "AA=="})
+    legend = nbformat.v4.new_output("execute_result", data={
+        "text/plain": "<matplotlib.legend.Legend at 0x7f00deadbeef>"}, execution_count=1)
+    path = nbformat.v4.new_output("stream", name="stdout",
+                                  text="[cache] x: saved to /tmp/attn_cache.x/y.npz\n")
+    ok = nbformat.v4.new_output("display_data", data={"image/png": "AA=="},
+                                metadata={"image/png": {"attn_text_pt": {
+                                    "desktop": 12.5, "phone": 9.5}}})
+    assert page_check.notebook_problems(nb_with([ok])) == []
+    for bad, word in ((small, "6.5 pt on a phone"), (bare, "without the book's style"),
+                      (legend, "object repr"), (path, "machine path")):
+        problems = page_check.notebook_problems(nb_with([bad]))
+        assert len(problems) == 1 and word in problems[0], (word, problems)

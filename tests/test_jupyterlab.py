@@ -1,0 +1,175 @@
+"""A chapter's live slider works in a real JupyterLab (#31).
+
+Starts ``jupyter lab`` on localhost (a token, a temporary root folder holding a copy of the
+chapter: the repository's notebook is never saved over), opens the chapter in headless
+Chromium driven by Playwright on the system's Chromium (no browser download), runs all its
+cells, checks that none raised, then moves the chapter's live ``interact`` slider with the
+keyboard and checks that the figure it draws changed. Screenshots:
+``_build/screenshots/jupyterlab_<chapter>_before.png`` / ``_after.png``.
+
+In CI it runs after the book build, so the chapter's experiments come from the results
+cache (``ATTN_CACHE``) and running the chapter takes well under a minute.
+
+    pytest -m jupyterlab tests/test_jupyterlab.py
+
+Skipped, with the reason, when Chromium or Playwright is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.jupyterlab
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser",
+                       "/usr/bin/google-chrome")
+#: The chapter opened: its live slider (the cell starting "# Live slider") is moved. Another
+#: chapter (a file name in notebooks/) or any notebook (a path) with ATTN_LAB_CHAPTER.
+SOURCE = Path(os.environ.get("ATTN_LAB_CHAPTER", "01_gated_classifier.ipynb"))
+SOURCE = SOURCE if SOURCE.is_absolute() else ROOT / "notebooks" / SOURCE
+CHAPTER = SOURCE.name
+RUN_TIMEOUT_S = 900
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    chromium = next((c for c in CHROMIUM_CANDIDATES if Path(c).exists()), None)
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copy(SOURCE, root / CHAPTER)
+    # no "Would you like to get notified about Jupyter news?" toast over the notebook
+    note = root / ".settings" / "@jupyterlab" / "apputils-extension"
+    note.mkdir(parents=True)
+    (note / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "ATTN_WORKERS": os.environ.get("ATTN_WORKERS", "1"),
+           "JUPYTER_CONFIG_DIR": str(root / ".config"), "ATTN_MAX_STEPS": "",
+           "ATTN_MODE": "fast"}
+    env.pop("ATTN_MAX_STEPS")
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
+           "--ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           f"--LabApp.workspaces_dir={root / '.ws'}",
+           f"--LabApp.user_settings_dir={root / '.settings'}",
+           "--LabApp.expose_app_in_browser=True",
+           "--ServerApp.open_browser=False"]
+    if os.geteuid() == 0:                 # CI runs as root; JupyterLab refuses it otherwise
+        cmd.append("--allow-root")
+    log = open(root / "lab.log", "w")
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("jupyter lab did not start:\n"
+                                + (root / "lab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        yield {"url": url, "token": token, "chromium": chromium, "log": root / "lab.log"}
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+_ALL_DONE = """() => {
+  const prompts = [...document.querySelectorAll(
+      '.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')].map(p => p.textContent.trim());
+  return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p));
+}"""
+
+_ERRORS = """() => [...document.querySelectorAll(
+    '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+  .map(e => e.textContent).filter(t => /Traceback|Error:/.test(t)).map(t => t.slice(0, 300))"""
+
+_LIVE_CELL = """() => {
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
+  return cells.findIndex(c => (c.querySelector('.jp-InputArea-editor') || {textContent: ''})
+      .textContent.includes('# Live slider'));
+}"""
+
+
+def test_a_live_slider_recomputes_in_jupyterlab(lab):
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    stem = Path(CHAPTER).stem[:2]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{lab['url']}/lab/tree/{CHAPTER}?token={lab['token']}")
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
+        # the kernel starts with the notebook; wait until it is ready, then run every cell
+        page.wait_for_function(
+            """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                       const k = w && w.sessionContext && w.sessionContext.session &&
+                                 w.sessionContext.session.kernel;
+                       return k && k.status === 'idle'; }""", timeout=120_000)
+        t0 = time.monotonic()
+        page.evaluate("() => window.jupyterapp.commands.execute("
+                      "'notebook:run-all-cells')")
+        page.wait_for_function(_ALL_DONE, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
+        ran = time.monotonic() - t0
+        errors = page.evaluate(_ERRORS)
+        assert not errors, f"{CHAPTER}: cells raised in JupyterLab:\n" + "\n".join(errors)
+
+        i = page.evaluate(_LIVE_CELL)
+        assert i >= 0, f"{CHAPTER}: no live slider cell ('# Live slider') found"
+        cell = page.locator(".jp-Notebook .jp-CodeCell").nth(i)
+        cell.scroll_into_view_if_needed()
+        slider = cell.locator(".widget-interact .widget-slider").first
+        slider.wait_for(timeout=60_000)
+        image = cell.locator(".widget-interact img").first
+        image.wait_for(timeout=60_000)
+        before = image.get_attribute("src")
+        readout = cell.locator(".widget-interact .widget-readout").first
+        value_before = readout.text_content() if readout.count() else ""
+        page.screenshot(path=str(SHOTS / f"jupyterlab_{stem}_before.png"))
+
+        handle = slider.locator(".noUi-handle").first
+        handle.focus()
+        for _ in range(5):
+            page.keyboard.press("ArrowRight")
+        # interact clears its output and draws a new image: compare the cell's image
+        page.wait_for_function(
+            """([c, old]) => { const img = c.querySelector('.widget-interact img');
+                               return img && img.getAttribute('src') !== old; }""",
+            arg=[cell.element_handle(), before], timeout=30_000)
+        after = cell.locator(".widget-interact img").first.get_attribute("src")
+        value_after = readout.text_content() if readout.count() else ""
+        page.screenshot(path=str(SHOTS / f"jupyterlab_{stem}_after.png"))
+        browser.close()
+    assert after != before, "moving the live slider did not change its figure"
+    assert value_after != value_before, "the slider's readout did not move"
+    print(f"{CHAPTER}: all cells ran in JupyterLab in {ran:.0f} s; the live slider "
+          f"moved {value_before!r} -> {value_after!r} and redrew its figure")
