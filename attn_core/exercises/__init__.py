@@ -58,8 +58,9 @@ class Wrong(Exception):
 
 
 #: The longest printed line that fits the book's column (its output blocks, at a 1280 px
-#: window: 688 px of 14 px monospace); a checker's line is wrapped to it.
-LINE_WIDTH = 80
+#: window: 688 px of 14 px monospace: 78 characters measured); a checker's line is wrapped
+#: to it.
+LINE_WIDTH = 78
 
 
 @dataclass(frozen=True)
