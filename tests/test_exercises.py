@@ -90,7 +90,7 @@ def test_checker_prints_and_raises_only_for_solutions(capsys):
     assert check_twice(lambda x: x).status == "wrong"
     assert capsys.readouterr().out.splitlines() == [
         "✓ Exercise 0.1: twice",
-        "· Exercise 0.1: twice: not attempted yet (fill in the stub, run the cell again)",
+        "· Exercise 0.1: twice: not attempted yet (fill in the stub, run the cell)",
         "✗ Exercise 0.1: twice: multiply by two"]
     with pytest.raises(AssertionError, match="the solution of 'Exercise 0.1: twice' fails"):
         check_twice(lambda x: x, solution=True)

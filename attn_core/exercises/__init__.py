@@ -111,7 +111,7 @@ def checker(title: str):
                 check(answer)
             except NotImplementedError:
                 result = Result(title, NOT_ATTEMPTED, "not attempted yet (fill in the stub, "
-                                "run the cell again)")
+                                "run the cell)")
             except Wrong as e:
                 result = Result(title, WRONG, str(e))
             except Exception as e:  # the reader's code crashed: say where, as a hint
