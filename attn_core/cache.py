@@ -474,7 +474,7 @@ class _GroupStore:
 
 
 def cached_history(name: str, config: dict, compute: Callable[[], History],
-                   verbose: bool = True) -> History:
+                   verbose: bool = True, label: str | None = None) -> History:
     """Return ``compute()``'s History, computing it only if this config has no saved result.
 
     Prints whether the result was computed now or loaded (with the time it was computed). A
@@ -482,6 +482,10 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     is warned about and returned all the same.
     """
     check_bool("verbose", verbose)
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label (the name printed) must be a str or None; got "
+                        f"{type(label).__name__}")
+    shown = name if label is None else label
     key = cache_key(name, config)
     if not callable(compute):
         raise TypeError(f"compute must be callable: compute() -> History; got "
@@ -510,7 +514,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
             if verbose:
                 # One short line for the reader (the folder is the reader's own, named by
                 # ATTN_CACHE; printing it would put a machine path into the book).
-                print(f"[cache] {name}: reused the result computed on {h.saved_at[:10]} "
+                print(f"[cache] {shown}: reused the result computed on {h.saved_at[:10]} "
                       f"({h.seconds:.0f} s)")
             return h
     store = None if path is None else _GroupStore(path.with_suffix(".parts"), name)
@@ -520,7 +524,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     finally:
         GROUP_STORE.reset(token)
     if store is not None and store.loaded and verbose:
-        print(f"[cache] {name}: resumed an interrupted run ({len(store.loaded)} finished "
+        print(f"[cache] {shown}: resumed an interrupted run ({len(store.loaded)} finished "
               f"group(s) reused, the rest trained now)")
     if not isinstance(h, History):
         raise TypeError(f"compute() must return a History; got {type(h).__name__}")
@@ -541,8 +545,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
                           f"but not saved to {root} (ATTN_CACHE=off disables the cache)",
                           RuntimeWarning, stacklevel=2)
     if verbose and cap is not None:
-        print(f"[smoke] {name}: at most {cap} steps (ATTN_MAX_STEPS), not cached")
+        print(f"[smoke] {shown}: at most {cap} steps (ATTN_MAX_STEPS), not cached")
     elif verbose:
-        kept = ", saved for next time" if saved else ""
-        print(f"[cache] {name}: computed now in {h.seconds:.0f} s{kept}")
+        print(f"[cache] {shown}: computed in {h.seconds:.0f} s" + (" (saved)" if saved else ""))
     return h

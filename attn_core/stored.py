@@ -487,9 +487,9 @@ def stored_run(config, live: int = 1) -> History:
     if h.confirmed:
         # One short line for the reader; how close (report.describe()) is on h.check, and
         # the setup page explains the check.
-        how = "bitwise" if report.bitwise else "within the measured spread"
-        print(f"[stored] {config.cache_name()}: {n} stored run{'s' * (n != 1)}; {which} "
-              f"retrained now: match{'es' if live == 1 else ''} {how}")
+        how = "bitwise" if report.bitwise else "within the spread"
+        shown = getattr(config, "display_name", config.cache_name)()
+        print(f"[stored] {shown}: {which} of {n} retrained, match {how}")
     h.stored = True
     h.live = now
     return h

@@ -103,7 +103,7 @@ def build_page(nb_path: Path, where: Path) -> Path:
     src.mkdir(parents=True, exist_ok=True)
     page = src / nb_path.name
     shutil.copy(nb_path, page)
-    (where / "_config.yml").write_text(yaml.safe_dump(cfg))
+    (where / "_config.yml").write_text(yaml.safe_dump(cfg, sort_keys=False))  # order matters
     # {cite} and {term} roles need the book's other pages: plain text is enough here
     nb = json.loads(page.read_text())
     for cell in nb["cells"]:

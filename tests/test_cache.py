@@ -323,7 +323,7 @@ def test_cached_history_computes_once(tmp_path, monkeypatch, capsys):
     _assert_same_history(a, b)
     assert not a.cached and b.cached and not c.cached
     out = capsys.readouterr().out
-    assert "computed now" in out and "reused the result computed on" in out
+    assert "computed in" in out and "reused the result computed on" in out
     assert str(tmp_path) not in out   # no machine path in what the book prints
     entries = sorted(tmp_path.glob("demo-*"))
     assert len(entries) == 2 and all(p.suffix == ".npz" for p in entries)
@@ -590,3 +590,17 @@ def test_parts_are_kept_per_computation_and_need_the_cache(tmp_path, monkeypatch
     with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 1$"):
         cache.cached_history("resume", {"n": 5}, _resumable_run(_Interrupt(at_seed=1)))
     assert sorted(tmp_path.glob("*.parts")) == before
+
+
+def test_the_printed_name_can_differ_from_the_key(tmp_path, monkeypatch, capsys):
+    """label= names the result in the printed lines only: the key (and the file) stay the
+    cache name's (chapter 6 prints its uniform runs as such; their stored key is fixed)."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    cache.cached_history("demo", {"steps": 4}, Counter(), label="demo, uniform attention")
+    cache.cached_history("demo", {"steps": 4}, Counter())
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("[cache] demo, uniform attention: computed in ")
+    assert out[1].startswith("[cache] demo: reused the result computed on ")
+    assert [p.name.split("-")[0] for p in tmp_path.glob("demo-*")] == ["demo"]
+    with pytest.raises(TypeError, match="label"):
+        cache.cached_history("demo", {"steps": 4}, Counter(), label=3)

@@ -488,3 +488,161 @@ def test_first_step_push_is_the_first_adam_steps_change_of_the_margin(positions)
     with torch.no_grad():
         change = (_margin(model, held) - before).numpy()
     np.testing.assert_allclose(sum(push.values()), change, rtol=0.05, atol=1e-7)
+
+
+# ------------------------------------------------------------------ #31: figures, sliders
+def _texts(fig):
+    from matplotlib.text import Text
+    return {t.get_text() for t in fig.findobj(Text) if t.get_text()}
+
+
+def test_model_diagram_shows_every_part_of_the_model():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    fig = ch.model_diagram()
+    try:
+        assert isinstance(fig, Figure)
+        texts = _texts(fig)
+        for part in (r"source $x_1 \ldots x_L$, EOS", "target, shifted\n"
+                     r"BOS, $y_1 \ldots y_{T-1}$", "word + position\n$x_l + p_l$",
+                     "word + position\n$z_t + p_t$",
+                     "encoder layer:\nself-attention,\nfeed-forward",
+                     "causal\nself-attention", r"cross-attention $\alpha_{t,l}$",
+                     "feed-forward", r"logits $W_{\mathrm{out}}\,\mathrm{LN}(y_t)$",
+                     "$H$: keys,\nvalues", "queries", "One layer each side, $K = 4$ heads"):
+            assert part in texts, part
+    finally:
+        plt.close(fig)
+
+
+def _logits_by_the_models_attention(sigma, d=64, K=4, n=21, draws=60, seed=0):
+    """The same quantity computed independently: the chapter's MultiHeadAttention, its
+    q and k drawn by nn.Linear's own initialisation (biases set to 0), its scores on
+    position vectors p ~ N(0, σ²) (shared by queries and keys), t ≠ l, head 0."""
+    torch.manual_seed(seed)
+    out = []
+    for _ in range(draws):
+        m = ch.MultiHeadAttention(d, K)
+        with torch.no_grad():
+            m.q.bias.zero_()
+            m.k.bias.zero_()
+            p = sigma * torch.randn(1, n, d)
+            q = m.q(p).view(1, n, K, d // K).transpose(1, 2)
+            k = m.k(p).view(1, n, K, d // K).transpose(1, 2)
+            s = (q @ k.transpose(-1, -2) / (d // K) ** 0.5)[0, 0]
+        out.append(s[~torch.eye(n, dtype=torch.bool)].double().numpy())
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.02, 0.1, 0.3, 1.0, 2.0])
+def test_position_logits_spread_is_sigma_squared_over_3_over_the_sliders_range(sigma):
+    # the slider's whole range (the live one runs 0.01..2, the pre-drawn one 0.02..2):
+    # the closed form (Exercise 6.2) and an independent computation with the model's
+    # own attention module and PyTorch's own initialisation agree with the samples
+    x = ch.position_logits(sigma)
+    assert x.shape == (50 * 21 * 20,)
+    assert abs(x.std() / (sigma ** 2 / 3) - 1) < 0.04
+    assert abs(x.mean()) < 0.02 * sigma ** 2
+    model = _logits_by_the_models_attention(sigma)
+    assert abs(x.std() / model.std() - 1) < 0.06
+    # the same seed: exactly σ² times the samples at σ = 1
+    np.testing.assert_allclose(x, sigma ** 2 * ch.position_logits(1.0), rtol=1e-9,
+                               atol=1e-15)
+
+
+def test_position_logits_spread_moves_with_sigma_and_follows_its_arguments():
+    spreads = [ch.position_logits(s).std() for s in (0.01,) + ch.SLIDER_SIGMAS]
+    assert np.all(np.diff(spreads) > 0)
+    # another width and number of heads: σ²/3 all the same; another seed: other samples
+    x = ch.position_logits(0.5, d_model=32, heads=2, n_positions=11, draws=200, seed=3)
+    assert x.shape == (200 * 11 * 10,)
+    assert abs(x.std() / (0.5 ** 2 / 3) - 1) < 0.04
+    assert not np.array_equal(ch.position_logits(1.0, seed=1), ch.position_logits(1.0))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"sigma": 0.0}, ValueError, "sigma"), ({"sigma": -1.0}, ValueError, "sigma"),
+    ({"sigma": float("nan")}, ValueError, "sigma"), ({"sigma": "1"}, TypeError, "sigma"),
+    ({"sigma": 1.0, "heads": 3}, ValueError, r"d_model \(64\) must be a multiple of heads"),
+    ({"sigma": 1.0, "n_positions": 1}, ValueError, "n_positions"),
+    ({"sigma": 1.0, "draws": 0}, ValueError, "draws"),
+    ({"sigma": 1.0, "seed": -1}, ValueError, "seed"),
+    ({"sigma": 1.0, "d_model": 64.0}, TypeError, "d_model"),
+])
+def test_position_logits_names_its_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ch.position_logits(**kwargs)
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.02, 0.3, 1.0, 2.0])
+def test_draw_position_logits_draws_the_measured_spread(sigma):
+    import matplotlib.pyplot as plt
+
+    fig = ch.draw_position_logits(sigma)
+    try:
+        spread_ax, hist_ax = fig.axes
+        marked = [ln for ln in spread_ax.get_lines() if ln.get_marker() == "o"]
+        assert len(marked) == 1
+        assert marked[0].get_xdata()[0] == sigma
+        assert marked[0].get_ydata()[0] == pytest.approx(ch.position_logits(sigma).std())
+        assert f"{ch.position_logits(sigma).std():.2g}" in spread_ax.get_title()
+        # the histogram of the position part: its shares sum to 1, its spread grows with σ
+        steps = hist_ax.patches[1].get_data()
+        assert steps.values.sum() == pytest.approx(1.0)
+        bins = np.linspace(*ch.LOGIT_RANGE, 62)
+        want = np.histogram(np.clip(ch.position_logits(sigma), *ch.LOGIT_RANGE), bins)[0]
+        np.testing.assert_allclose(steps.values, want / want.sum())
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="sigma"):
+        ch.draw_position_logits(0.0)
+
+
+def test_success_counts_slider_draws_the_counts_it_is_given():
+    import matplotlib.pyplot as plt
+    from attn_core.exercises import ch6 as ex
+
+    rows = ch.load_sweep()
+    drawn = {}
+    for step in (100, 200, 300):
+        fig = ch.draw_success_counts(rows, step, ex.success_count_reference)
+        try:
+            (ax,) = fig.axes
+            bars = [p.get_width() for p in ax.patches]
+            want = [ex.success_count_reference(rows[n], lv, step) for lv in (0.95, 0.9)
+                    for n in ch.WHAT_IF_NAMES]
+            assert bars == want
+            assert ax.get_title() == f"budget: step {step}"
+            drawn[step] = bars
+        finally:
+            plt.close(fig)
+    assert drawn[100] != drawn[300]                 # the answer moves with the budget
+    assert drawn[300][ch.WHAT_IF_NAMES.index("relative")] == 9
+    assert drawn[200][ch.WHAT_IF_NAMES.index("relative")] == 0
+    ok = ex.success_count_reference
+    for kwargs, error, match in [
+            ({"count": 3}, TypeError, "count must be callable"),
+            ({"rows": []}, TypeError, "rows must be"),
+            ({"step": 310}, ValueError, "step must be an evaluation step"),
+            ({"step": 300.0}, TypeError, "step"),
+            ({"names": ["nope"]}, ValueError, r"names\[0\]"),
+            ({"names": "learned"}, TypeError, "names must be"),
+            ({"levels": [1.5]}, ValueError, r"levels\[0\]"),
+            ({"levels": []}, TypeError, "levels must be")]:
+        args = {"rows": rows, "step": 300, "count": ok, **kwargs}
+        with pytest.raises(error, match=match):
+            ch.draw_success_counts(**args)
+
+
+def test_printed_name_says_the_attention_but_the_key_does_not_change():
+    """A uniform-attention run printed as '[cache] transformer-learned' read as the learned
+    model (#31); the printed name says the attention, the cache name (the stored results'
+    key) stays the positions only."""
+    from dataclasses import replace
+
+    base = ch.TRANSFORMER_BASE.fast
+    uniform = replace(base, attention="uniform")
+    assert uniform.cache_name() == base.cache_name() == "transformer-learned"
+    assert base.display_name() == "transformer-learned"
+    assert uniform.display_name() == "transformer-learned, uniform attention"

@@ -77,7 +77,7 @@ def test_a_stored_run_loads_whole_and_its_live_members_match_bitwise(store, caps
     assert path.parent == store and path.exists()
     h = stored.stored_run(TINY, live=2)
     out = capsys.readouterr().out
-    assert "[stored]" in out and "members 0..1 retrained now: match bitwise" in out
+    assert "[stored]" in out and "members 0..1 of 3 retrained, match bitwise" in out
     assert h.stored and h.confirmed and h.n_members == 3 and h.live.n_members == 2
     fresh = TINY.train(progress=False)       # what the stored entry must hold
     for k, v in fresh.metrics.items():
@@ -182,7 +182,7 @@ def test_within_the_envelope_passes_beyond_it_fails(store, capsys):
     r = stored.stored_run(TINY)
     assert r.confirmed
     assert "largest difference / allowed = 0.67 ('loss' at step" in r.check.describe()
-    assert "matches within the measured spread" in capsys.readouterr().out
+    assert "member 0 of 3 retrained, match within the spread" in capsys.readouterr().out
     _rewrite(path, **_spread_by(2 * env[i], index=i))          # 4 envelopes in all
     with pytest.raises(stored.StoredMismatch, match=r"largest difference / allowed = 1\.3 "
                                                     r"\('loss' at step \d+"):

@@ -158,6 +158,11 @@ class Experiment:
         """The name results are cached under (the kind of experiment plus its main variant)."""
         return self.name
 
+    def display_name(self) -> str:
+        """The name the ``[cache]`` and ``[stored]`` lines print (the cache name unless a
+        chapter says more: the cache name keys stored results and cannot change)."""
+        return self.cache_name()
+
     def cache_config(self) -> dict:
         """What identifies a result besides the name: every field of the config."""
         return asdict(self)
@@ -185,4 +190,4 @@ class Experiment:
         if not cache:
             return self.train(progress)
         return cached_history(self.cache_name(), self.cache_config(),
-                              lambda: self.train(progress))
+                              lambda: self.train(progress), label=self.display_name())

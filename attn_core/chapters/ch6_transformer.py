@@ -29,6 +29,11 @@ experiment's main switch (:data:`POSITIONS`):
 :class:`TransformerSeq2Seq` stacked (S, ...) and runs the one readable module on member
 m's slice (:func:`torch.func.functional_call`; :func:`torch.vmap` over the members when
 S > 1), so the code shown in the chapter is the code that trains.
+
+The chapter's figures that are more than a plot of stored curves live here too:
+:func:`model_diagram` (§1), :func:`position_logits` and :func:`draw_position_logits` (§4's
+slider: the position-only logit's spread as σ moves) and :func:`draw_success_counts`
+(Exercise 6.3's answer as the step budget moves).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
 from torch import Tensor, nn
 from torch.func import functional_call
 
@@ -67,7 +73,8 @@ __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "LIVE_CONDITIONS", "sweep_row", "live_config", "stored_configs", "check_live",
            "SUCCESS_LEVEL", "initial_evaluation", "check_initial", "lstm_reference",
            "first_step_push", "PUSH_GROUPS", "fisher_exact", "model_diagram",
-           "position_logits", "draw_position_logits", "draw_success_counts"]
+           "position_logits", "draw_position_logits", "SLIDER_SIGMAS", "draw_success_counts",
+           "WHAT_IF_NAMES"]
 
 #: How positions reach the model (see the module docstring).
 POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
@@ -499,6 +506,12 @@ class TransformerCopyConfig(CopyTraining, Experiment):
     def cache_name(self) -> str:
         return f"{self.name}-{self.positions}"
 
+    def display_name(self) -> str:
+        """The printed name: the cache name (positions; it keys the stored results) and the
+        attention when it is not learned (a uniform run is not 'transformer-learned')."""
+        return self.cache_name() + ("" if self.attention == "learned"
+                                    else f", {self.attention} attention")
+
     def label(self, task) -> str:
         return (f"transformer {self.distribution} V={task.vocab} ({self.positions} "
                 f"positions, {self.attention})")
@@ -830,16 +843,17 @@ def model_diagram() -> Figure:
     boxes = {
         "x": (0.2, 0.05, r"source $x_1 \ldots x_L$, EOS", "input"),
         "z": (0.78, 0.05, "target, shifted\n" r"BOS, $y_1 \ldots y_{T-1}$", "input"),
-        "xe": (0.2, 0.27, "word + position\n$x_l + p_l$", "weight"),
-        "ze": (0.78, 0.27, "word + position\n$z_t + p_t$", "weight"),
-        "enc": (0.2, 0.54, "encoder layer:\nself-attention,\nfeed-forward", "state"),
+        "xe": (0.2, 0.24, "word + position\n$x_l + p_l$", "weight"),
+        "ze": (0.78, 0.24, "word + position\n$z_t + p_t$", "weight"),
+        "enc": (0.2, 0.45, "encoder layer:\nself-attention,\nfeed-forward", "state"),
         "self": (0.78, 0.48, "causal\nself-attention", "state"),
-        "cross": (0.6, 0.7, r"cross-attention $\alpha_{t,l}$", "attention"),
+        "cross": (0.64, 0.72, r"cross-attention $\alpha_{t,l}$", "attention"),
         "ffn": (0.78, 0.83, "feed-forward", "state"),
         "out": (0.5, 0.96, r"logits $W_{\mathrm{out}}\,\mathrm{LN}(y_t)$", "output"),
     }
     arrows = [("x", "xe"), ("z", "ze"), ("xe", "enc"), ("ze", "self"),
-              ("enc", "cross", "$H$"), ("self", "cross"), ("cross", "ffn"),
+              ("enc", "cross", "$H$: keys,\nvalues"), ("self", "cross", "queries"),
+              ("cross", "ffn"),
               ("ffn", "out")]
     return plotting.block_diagram(boxes, arrows, size=(plotting.WIDTH_IN, 5.2),
                                   title="One layer each side, $K = 4$ heads")
@@ -855,7 +869,7 @@ def position_logits(sigma: float, d_model: int = 64, heads: int = 4,
     (Exercise 6.2's setting). A 1-D array of draws · n · (n − 1) logits; their standard
     deviation is close to σ²/3. The same ``seed`` draws the same weights and the same
     positions scaled by σ, so the samples at σ are exactly σ² times those at σ = 1.
-    About 5 ms with the defaults."""
+    About 2 ms with the defaults."""
     sigma = check_real("sigma", sigma, 0.0, low_open=True)
     d = check_int("d_model", d_model)
     K = check_int("heads", heads)
@@ -875,35 +889,92 @@ def position_logits(sigma: float, d_model: int = 64, heads: int = 4,
     return s[:, ~np.eye(n, dtype=bool)].ravel()
 
 
+#: The position scales σ of §4's pre-drawn slider (its live twin runs from 0.01 to 2).
+SLIDER_SIGMAS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 #: The x-range of :func:`draw_position_logits`'s histogram (the same in every frame).
 LOGIT_RANGE = (-1.5, 1.5)
 
 
 def draw_position_logits(sigma: float, d_model: int = 64, heads: int = 4) -> Figure:
-    """§4's slider frame at position scale ``sigma``: above, the histogram of
-    :func:`position_logits` (the same x-range, :data:`LOGIT_RANGE`, in every frame) over
-    that of the word-only part with the words drawn N(0, 1) (the same formula at σ = 1);
-    below, the spread against σ on log-log axes, Exercise 6.2's σ²/3 with this σ's
-    measured spread marked. Returns the Figure. Measured: about 0.15 s a call (one core,
-    the drawing included)."""
+    """§4's slider frame at position scale ``sigma``: above, the spread (standard deviation)
+    of :func:`position_logits` against σ on log-log axes, Exercise 6.2's σ²/3 with this σ's
+    measured spread marked, and the spread of the word-only part with the words drawn
+    N(0, 1) (the same formula at σ = 1); below, the histograms of the two (the same
+    x-range, :data:`LOGIT_RANGE`, in every frame). Returns the Figure. Measured on this
+    project's 2-core CPU (one thread, other jobs running): 0.55-0.7 s of CPU a call with the
+    rendering to PNG, 0.5-0.9 s wall."""
     sigma = check_real("sigma", sigma, 0.0, low_open=True)
     now = position_logits(sigma, d_model, heads)
     words = position_logits(1.0, d_model, heads, seed=1)
     spread = float(now.std())
-    bins = np.linspace(*LOGIT_RANGE, 61)
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(plotting.WIDTH_IN, 6.4),
-                                 gridspec_kw={"height_ratios": [1.2, 1]})
-    for x, color, label in ((words, "0.6", "word part, words $\\mathcal{N}(0, 1)$"),
-                            (now, "C2", f"position part, $\\sigma = {sigma:g}$")):
-        share = np.histogram(np.clip(x, *LOGIT_RANGE), bins)[0] / x.size
-        a1.stairs(share, bins, color=color, lw=2, label=label)
-    a1.set(xlim=LOGIT_RANGE, ylim=(0, 1.05), xlabel="logit at step 0",
-           ylabel="share of logits", title=f"$\\sigma = {sigma:g}$: spread {spread:.2g}")
-    a1.legend(loc="upper left")
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(plotting.WIDTH_IN, 7.4),
+                                 gridspec_kw={"height_ratios": [1, 1.2]})
     grid = np.geomspace(0.01, 2.0, 50)
-    a2.loglog(grid, grid ** 2 / 3, color="C0", label=r"$\sigma^2/3$ (Exercise 6.2)")
-    a2.axhline(float(words.std()), color="0.6", ls="--", label="word part")
-    a2.loglog([sigma], [spread], "o", color="C2", ms=9, label="this $\\sigma$, measured")
-    a2.set(xlabel=r"position scale $\sigma$", ylabel="spread (std)", ylim=(1e-5, 3))
-    a2.legend(loc="lower right")
+    a1.loglog(grid, grid ** 2 / 3, color="C0", label=r"$\sigma^2/3$ (Exercise 6.2)")
+    a1.axhline(float(words.std()), color="0.6", ls="--", label="word part")
+    a1.loglog([sigma], [spread], "o", color="C2", ms=9, label="this $\\sigma$, measured")
+    a1.set(xlabel=r"position scale $\sigma$", ylabel="spread (std)", xlim=(0.01, 2),
+           ylim=(1e-6, 3), xticks=[0.01, 0.1, 1], yticks=[1e-6, 1e-4, 1e-2, 1],
+           title=f"$\\sigma = {sigma:g}$: measured spread {spread:.2g}")
+    a1.legend(loc="lower right")
+    # an odd number of bins, one centred on 0: a narrow peak stays in one bin
+    bins = np.linspace(*LOGIT_RANGE, 62)
+    share = {k: np.histogram(np.clip(x, *LOGIT_RANGE), bins)[0] / x.size
+             for k, x in (("words", words), ("now", now))}
+    a2.stairs(share["words"], bins, color="0.75", fill=True,
+              label=r"word part, words $\mathcal{N}(0, 1)$")
+    a2.stairs(share["now"], bins, color="C2", lw=2,
+              label=f"position part, $\\sigma = {sigma:g}$")
+    a2.set(xlim=LOGIT_RANGE, yscale="log", ylim=(1e-3, 1.5), yticks=[1e-3, 1e-2, 0.1, 1],
+           xlabel="logit at step 0", ylabel="share of logits")
+    a2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22))  # below: not on the peak
+    for axis in (a1.xaxis, a1.yaxis, a2.yaxis):   # plain labels (mathtext ones: slow)
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    return fig
+
+
+# ------------------------------------------------- Exercise 6.3's answer space, a slider
+#: The conditions whose success counts Exercise 6.3's slider shows.
+WHAT_IF_NAMES = ("learned", "qk-cross", "relative", "pos_std 0.5", "qk-self",
+                 "small positions")
+
+
+def draw_success_counts(rows: dict, step: int, count, names: Sequence[str] = WHAT_IF_NAMES,
+                        levels: Sequence[float] = (0.95, 0.9)) -> Figure:
+    """Exercise 6.3's slider frame at budget ``step``: for each condition of ``names`` (rows
+    of ``rows``, the stored sweep), the number of its runs that ``count(row, level, step)``
+    counts as successes at each of ``levels``, as horizontal bars (0 to its number of
+    runs). ``count`` is the reader's ``success_count`` (or
+    :func:`attn_core.exercises.ch6.success_count_reference`). Returns the Figure; about
+    0.2 s a call with the rendering to PNG."""
+    if not callable(count):
+        raise TypeError(f"count must be callable (row, level, step) -> int; got "
+                        f"{type(count).__name__}")
+    if not isinstance(rows, dict):
+        raise TypeError(f"rows must be the stored sweep (a dict name -> row); got "
+                        f"{type(rows).__name__}")
+    if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+        raise TypeError(f"names must be a non-empty list of conditions; got {names!r}")
+    names = [check_choice(f"names[{i}]", n, tuple(rows)) for i, n in enumerate(names)]
+    step = check_int("step", step, 0)
+    for n in names:
+        if step not in rows[n]["eval_steps"]:
+            raise ValueError(f"step must be an evaluation step of the rows "
+                             f"({rows[n]['eval_steps']}); got {step}")
+    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels:
+        raise TypeError(f"levels must be a non-empty list of numbers; got {levels!r}")
+    levels = [check_real(f"levels[{i}]", lv, 0.0, 1.0) for i, lv in enumerate(levels)]
+    runs = max(len(rows[n]["token_acc"]) for n in names)
+    fig, ax = plt.subplots(figsize=(plotting.WIDTH_IN, 1.2 + 0.55 * len(names)))
+    y = np.arange(len(names))
+    height = 0.8 / len(levels)
+    for i, lv in enumerate(levels):
+        counts = [int(count(rows[n], lv, step)) for n in names]
+        ax.barh(y + (i - (len(levels) - 1) / 2) * height, counts, height=height,
+                color=f"C{i}", label=f"above {lv:g}")
+    ax.set(yticks=y, yticklabels=names, xlim=(0, runs), xlabel=f"successes of {runs}",
+           title=f"budget: step {step}")
+    ax.invert_yaxis()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncols=len(levels))
     return fig

@@ -58,9 +58,9 @@ class Wrong(Exception):
 
 
 #: The longest printed line that fits the book's column (its output blocks, at a 1280 px
-#: window: 688 px of 14 px monospace: 78 characters measured); a checker's line is wrapped
+#: window: 688 px of 14 px monospace: 77 characters: a 79-character line is 10 px too wide, measured); a checker's line is wrapped
 #: to it.
-LINE_WIDTH = 78
+LINE_WIDTH = 77
 
 
 @dataclass(frozen=True)
