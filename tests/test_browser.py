@@ -439,15 +439,20 @@ _SLIDER_OVERFLOW_JS = """
 
 
 def test_wide_slider_figures_fit_the_column(browser, server):
-    """Chapter 5's attention maps are wider than the text column: the slider's image must
-    shrink to the column instead of overflowing it (which draws a horizontal scrollbar)."""
+    """On a phone (390 px) the book's figures (4.6 in, ~480 px) are wider than the text
+    column: a slider's image must shrink to the column instead of overflowing it (which
+    draws a horizontal scrollbar). Chapter 5's sliders."""
     _visit(browser, server, CHAPTER5)
-    sizes = browser.wait_for(_SLIDER_OVERFLOW_JS, what="chapter 5's figure sliders")
-    assert any(s["natural"] > s["room"] for s in sizes), f"no slider figure is wider than the column: {sizes}"
+    _width(browser, 390)
+    try:
+        sizes = browser.wait_for(_SLIDER_OVERFLOW_JS, what="chapter 5's figure sliders")
+    finally:
+        _width(browser, 1280)
+    assert any(s["natural"] > s["room"] for s in sizes), (
+        f"no slider figure is wider than the phone's column: {sizes}")
     overflow = [s for s in sizes if s["spill"] > 0 or s["img"] > s["room"]]
     assert not overflow, f"slider figures overflow their column: {overflow}"
     _record(browser, CHAPTER5)
-
 
 
 # The claims cell's HTML table: its caption, failed cells, and its width against its box.
