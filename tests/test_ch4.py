@@ -284,3 +284,140 @@ def test_fisher_exact_and_newcombe_interval():
         ch.fisher_exact(5, 4, 1, 4)
     with pytest.raises(ValueError, match="alternative must be 'two-sided' or 'greater'"):
         ch.fisher_exact(1, 4, 1, 4, alternative="less")
+
+
+# ------------------------------------------------------------------ #31: diagram and slider
+@pytest.fixture
+def book_style():
+    """The book's figure style (as the notebook sets it), restored afterwards."""
+    import matplotlib as mpl
+
+    from attn_core.plotting import set_style
+
+    with mpl.rc_context():
+        set_style()
+        yield
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+    return " ".join(t.get_text() for t in fig.findobj(Text))
+
+
+def test_model_diagram_shows_every_part_of_the_model(book_style):
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt
+
+    fig = ch.model_diagram()
+    try:
+        assert isinstance(fig, Figure)
+        text = _texts(fig)
+        for part in (r"$x_1 \ldots x_L$, EOS", "embedding $E$\n(shared)", "$y_{t-1}$",
+                     "encoder LSTM\n" r"$h_1 \ldots h_{L+1}$", "decoder LSTM\n$s_t$",
+                     r"attention $\alpha_{t,l}$", r"$s_t^\top W h_l + a^\top h_l$",
+                     r"$c_t = P \sum_l \alpha_{t,l} h_l + b$",
+                     r"$W_o \tanh(W_c [s_t; c_t] + b_c) + b_o$", "last state"):
+            assert part in text, part
+        pt = rendered_text_pt(fig)
+        assert pt["desktop"] >= MIN_TEXT_PT and pt["phone"] >= MIN_TEXT_PT
+    finally:
+        plt.close(fig)
+
+
+def _exact_centred_diagonal(L, V):
+    """E[L·C/n] on the diagonal minus the row mean, in closed form: a word is in an input
+    with probability L/V, two given words together with L(L-1)/(V(V-1))."""
+    d, e = L / V, L * (L - 1) / (V * (V - 1))
+    return d - (d + (V - 1) * e) / V
+
+
+#: the live slider's range (V from L = 20 to 2L = 40): both ends and points between
+SLIDER_V = [20, 21, 22, 25, 30, 35, 39, 40]
+
+
+@pytest.mark.parametrize("V", SLIDER_V)
+def test_centred_count_table_over_the_slider_range(V):
+    L = 20
+    t = ch.centred_count_table(L, V)
+    assert t.shape == (V, V)
+    np.testing.assert_allclose(t.mean(1), 0, atol=1e-12)            # centred rows
+    # the same table as scaled_count_table on the same draws (an independent count)
+    task = CopyTask(L, V, "distinct")
+    ref = ch.scaled_count_table(task, 2000, torch.Generator().manual_seed(0))
+    np.testing.assert_allclose(t, ref - ref.mean(1, keepdims=True), atol=1e-12)
+    # its diagonal against the closed form (2,000 pairs: a few hundredths of noise)
+    exact = _exact_centred_diagonal(L, V)
+    assert ch.count_diagonal(L, V) == pytest.approx(exact, abs=0.01)
+    assert ch.count_diagonal(L, V) == pytest.approx(np.diag(t).mean(), abs=1e-12)
+    if V == L:          # permutations: exactly flat
+        assert np.all(t == 0)
+    else:               # a diagonal, and every word's diagonal entry the largest of its row
+        assert np.all(np.diag(t) > 0)
+        assert (t.argmax(1) == np.arange(V)).mean() > 0.9
+
+
+def test_count_diagonal_grows_as_the_vocabulary_grows():
+    d = [ch.count_diagonal(20, V) for V in SLIDER_V]
+    assert d[0] == 0 and all(b > a for a, b in zip(d, d[1:4]))       # it moves with V
+    assert d[-1] == pytest.approx(0.25, abs=0.01)                      # V = 2L: 1/4
+    # the same arguments give the same table (seeded), another seed another sample
+    np.testing.assert_array_equal(ch.centred_count_table(6, 9, 50, 3),
+                                  ch.centred_count_table(6, 9, 50, 3))
+    assert not np.array_equal(ch.centred_count_table(6, 9, 50, 3),
+                              ch.centred_count_table(6, 9, 50, 4))
+
+
+@pytest.mark.parametrize("args, exc, match", [
+    ((0, 5), ValueError, "length must be an int"),
+    ((2.5, 5), TypeError, "length must be an int"),
+    ((20, 19), ValueError, "vocab must be an int >= 20"),
+    ((20, "30"), TypeError, "vocab must be an int"),
+    ((20, 30, 0), ValueError, "n must be an int"),
+    ((20, 30, 100, -1), ValueError, "seed must be an int"),
+    ((20, [30]), TypeError, "vocab must be an int"),
+])
+def test_slider_functions_bad_input(args, exc, match):
+    for f in (ch.centred_count_table, ch.count_diagonal):
+        with pytest.raises(exc, match=match):
+            f(*args)
+    vocab, *rest = args[1:] or (None,)
+    kw = dict(zip(("n", "seed"), rest))
+    with pytest.raises(exc, match=match):
+        ch.draw_count_diagonal(vocab, args[0], **kw)
+
+
+@pytest.mark.parametrize("V", [20, 21, 30, 40])
+def test_draw_count_diagonal_draws_the_numbers_and_is_readable(V, book_style):
+    import time
+
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt
+
+    ch.count_diagonal(20, 40)                     # as in a slider: the curve is computed
+    t0 = time.perf_counter()
+    fig = ch.draw_count_diagonal(V)
+    fig.canvas.draw()
+    took = time.perf_counter() - t0
+    try:
+        assert isinstance(fig, Figure)
+        top, bottom = fig.axes[0], fig.axes[1]    # axes[2]: the table's colour bar
+        np.testing.assert_array_equal(top.images[0].get_array(),
+                                      ch.centred_count_table(20, V))
+        assert len(fig.axes) == 3 and top.images[0].colorbar is not None
+        curve, mark = bottom.get_lines()
+        np.testing.assert_allclose(curve.get_xdata(), np.arange(20, 41) / 20)
+        np.testing.assert_allclose(curve.get_ydata(),
+                                   [ch.count_diagonal(20, v) for v in range(20, 41)])
+        assert mark.get_xdata()[0] == V / 20
+        assert mark.get_ydata()[0] == pytest.approx(ch.count_diagonal(20, V))
+        assert f"V = {V}" in _texts(fig) and f"{ch.count_diagonal(20, V):.3f}" in _texts(fig)
+        assert ("flat, all 0" in _texts(fig)) == (V == 20)   # the first frame says so
+        pt = rendered_text_pt(fig)
+        assert pt["desktop"] >= MIN_TEXT_PT and pt["phone"] >= MIN_TEXT_PT
+        assert took < 1.0 * 3   # < 1 s on the book's CPU; x3 for a loaded test machine
+    finally:
+        plt.close(fig)

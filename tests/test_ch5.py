@@ -284,8 +284,9 @@ def test_screen_stops_after_one_round_when_it_has_the_heads(monkeypatch, capsys)
     screen = cfg.screen()
     assert [c[0] for c in calls] == [cfg.candidates()] * len(cfg.data_seeds)
     assert all(h.n_members == 6 for h in screen.values())
-    assert "drew 6 candidate heads (6 per round, at most 18): 3 good, 3 bad" in \
-        capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[screen] 6 candidate heads drawn (6 per round, at most 18)\n" in out
+    assert "[screen] 3 good, 3 bad, 0 inconsistent\n" in out
 
 
 def test_screen_draws_more_rounds_until_it_has_enough_bad_heads(monkeypatch, capsys):
@@ -303,8 +304,9 @@ def test_screen_draws_more_rounds_until_it_has_enough_bad_heads(monkeypatch, cap
     pools = cfg.pools(labels)
     assert pools["bad"] == [first + 4, first + 6, first + 8, first + 10]
     assert cfg.candidates(drawn) == list(range(first, first + 12))
-    assert "drew 12 candidate heads (4 per round, at most 12): 8 good, 4 bad" in \
-        capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[screen] 12 candidate heads drawn (4 per round, at most 12)\n" in out
+    assert "[screen] 8 good, 4 bad, 0 inconsistent\n" in out
 
 
 def test_screen_at_its_cap_without_enough_heads_raises_before_any_combination(monkeypatch):
@@ -519,3 +521,194 @@ def test_random_heads_alone_are_the_random_combinations_heads():
     assert seeds[:20] == k4
     accs = np.array([a for _, *a in ch.RANDOM_HEADS_ALONE])
     assert (np.abs(accs - cfg.good) > 0.001).all() and (np.abs(accs - cfg.bad) > 0.001).all()
+
+
+# ------------------------------------------------------ the model diagram and the sliders
+def test_model_diagram_shows_every_box_readably():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from attn_core.chapters import ch5_multihead as ch
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt
+
+    fig = ch.model_diagram()
+    try:
+        assert isinstance(fig, Figure)
+        texts = {t.get_text() for t in fig.findobj(Text)}
+        for name, (_, _, label, _) in ch._DIAGRAM_BOXES.items():
+            assert label in texts, f"box {name!r} ({label!r}) is not drawn"
+        assert {"$W_1,\\ P_1$", "$W_K,\\ P_K$"} <= {line for t in texts
+                                                     for line in t.splitlines()}
+        pt = rendered_text_pt(fig)
+        assert pt["desktop"] >= MIN_TEXT_PT and pt["phone"] >= MIN_TEXT_PT
+    finally:
+        plt.close(fig)
+
+
+#: The chapter's measured rates (fast mode, §4): p̂ over 16 heads, K = 2 and 4 random heads.
+MEASURED = {1: (0.46875, 0.2551, 0.6945), 2: (0.8, 0.3755, 0.9638), 4: (1.0, 0.5655, 1.0)}
+
+
+def _at_least_one_good(p, K):
+    """P(at least one of K independent heads is good), summed over the binomial counts."""
+    from math import comb
+
+    return sum(comb(K, j) * p ** j * (1 - p) ** (K - j) for j in range(1, K + 1))
+
+
+@pytest.mark.parametrize("p", [0.0, 0.05, 0.3, 0.47, 0.5, 0.8, 0.95, 1.0])
+def test_rescue_curve_is_the_chance_of_at_least_one_good_head(p):
+    from attn_core.chapters.ch5_multihead import rescue_curve
+
+    ks = [1, 2, 3, 4, 8]
+    got = rescue_curve(p, ks)
+    np.testing.assert_allclose(got, [_at_least_one_good(p, k) for k in ks], atol=1e-12)
+    assert got[0] == pytest.approx(p)                       # one head: p itself
+    if 0 < p < 1:
+        assert (np.diff(got) > 0).all()                     # more heads, more success
+
+
+def test_rescue_curve_moves_with_p_over_the_sliders_range():
+    from attn_core.chapters.ch5_multihead import RESCUE_SLIDER, rescue_curve
+
+    assert RESCUE_SLIDER[0] == 0.05 and RESCUE_SLIDER[-1] == 0.95
+    curves = np.array([rescue_curve(p, [1, 2, 4]) for p in RESCUE_SLIDER])
+    assert (np.diff(curves, axis=0) > 0).all()              # every K rises with p
+    assert rescue_curve(0.0, [4])[0] == 0 and rescue_curve(1.0, [4])[0] == 1
+
+
+def test_rescue_fit_counts_the_intervals_the_prediction_meets():
+    from attn_core.chapters.ch5_multihead import RESCUE_SLIDER, rescue_fit
+
+    seen = set()
+    for p in (0.0, *RESCUE_SLIDER, 1.0):
+        f = rescue_fit(p, MEASURED)
+        assert f["ks"].tolist() == [1, 2, 4]
+        want = [lo <= _at_least_one_good(p, k) <= hi for k, (_, lo, hi) in MEASURED.items()]
+        assert f["inside"].tolist() == want and f["n_inside"] == sum(want)
+        np.testing.assert_allclose(f["predicted"], [_at_least_one_good(p, k)
+                                                    for k in MEASURED], atol=1e-12)
+        seen.add(f["n_inside"])
+    assert seen == {0, 1, 2, 3}                  # the count changes as p moves
+    # p_range: the p that meet every interval, from each interval's ends inverted
+    lo, hi = rescue_fit(0.5, MEASURED)["p_range"]
+    inverted = [(1 - (1 - a) ** (1 / k), 1 - (1 - b) ** (1 / k))
+                for k, (_, a, b) in MEASURED.items()]
+    assert lo == pytest.approx(max(a for a, _ in inverted)) == 0.2551
+    assert hi == pytest.approx(min(b for _, b in inverted)) == 0.6945
+    for p in np.linspace(0, 1, 401):
+        assert (rescue_fit(p, MEASURED)["n_inside"] == 3) == (lo - 1e-9 <= p <= hi + 1e-9)
+    assert rescue_fit(0.5, {1: (0.1, 0.0, 0.2), 2: (0.9, 0.8, 1.0)})["p_range"] is None
+
+
+def test_draw_rescue_frames_differ_are_readable_and_fast():
+    import time
+
+    import matplotlib.pyplot as plt
+
+    from attn_core.chapters import ch5_multihead as ch
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt, set_style
+
+    set_style()          # the book's style, as in the notebook
+    titles = []
+    for p in (ch.RESCUE_SLIDER[0], 0.47, ch.RESCUE_SLIDER[-1]):
+        t0 = time.perf_counter()
+        fig = ch.draw_rescue(p, MEASURED)
+        assert time.perf_counter() - t0 < 1.0
+        ax = fig.axes[0]
+        titles.append(ax.get_title())
+        assert f"{p:.2f}" in titles[-1]
+        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"][0]
+        np.testing.assert_allclose(dashed.get_ydata(), [_at_least_one_good(p, k)
+                                                        for k in (1, 2, 3, 4)])
+        pt = rendered_text_pt(fig)
+        assert min(pt["desktop"], pt["phone"]) >= MIN_TEXT_PT
+        plt.close(fig)
+    assert "inside 0 of 3" in titles[0] and "inside 3 of 3" in titles[1]
+    assert ch.show_rescue(0.5, MEASURED) is None
+    plt.close("all")
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda ch: ch.rescue_curve(-0.1, [1]), ValueError, "p must be"),
+    (lambda ch: ch.rescue_curve(1.5, [1]), ValueError, "p must be"),
+    (lambda ch: ch.rescue_curve("0.5", [1]), TypeError, "p must be"),
+    (lambda ch: ch.rescue_curve(0.5, "12"), TypeError, "ks must be"),
+    (lambda ch: ch.rescue_curve(0.5, 4), TypeError, "ks must be"),
+    (lambda ch: ch.rescue_curve(0.5, []), ValueError, "ks must hold"),
+    (lambda ch: ch.rescue_curve(0.5, [0]), ValueError, r"ks\[0\]"),
+    (lambda ch: ch.rescue_curve(0.5, [2.0]), TypeError, r"ks\[0\]"),
+    (lambda ch: ch.rescue_fit(0.5, {}), TypeError, "measured must be"),
+    (lambda ch: ch.rescue_fit(0.5, [(1, 0.5, 0.4, 0.6)]), TypeError, "measured must be"),
+    (lambda ch: ch.rescue_fit(0.5, {0: (0.5, 0.4, 0.6)}), ValueError, "measured's keys"),
+    (lambda ch: ch.rescue_fit(0.5, {2: (0.5, 0.6)}), TypeError, r"measured\[2\]"),
+    (lambda ch: ch.rescue_fit(0.5, {2: (0.5, 0.6, 0.7)}), ValueError, r"measured\[2\]"),
+    (lambda ch: ch.rescue_fit(0.5, {2: (1.2, 0.6, 1.3)}), ValueError, r"measured\[2\]"),
+    (lambda ch: ch.draw_rescue(2, MEASURED), ValueError, "p must be"),
+    (lambda ch: ch.labels_at(np.zeros((3, 2)), 0.95, 0.96), ValueError, "bad < good"),
+    (lambda ch: ch.labels_at(np.zeros(3), 0.95, 0.6), ValueError, "final_acc"),
+    (lambda ch: ch.draw_labels_at(np.zeros((3, 1)), 0.95, 0.6), ValueError, "final_acc"),
+])
+def test_slider_functions_bad_arguments(call, err, match):
+    from attn_core.chapters import ch5_multihead as ch
+
+    with pytest.raises(err, match=match):
+        call(ch)
+
+
+#: The chapter's screen (fast mode, base 0): each head's final accuracy on streams 0 and 1.
+SCREEN = np.array([[0.6, 0.622], [0.534, 0.584], [1.0, 1.0], [0.559, 0.599], [1.0, 1.0],
+                   [0.534, 0.552], [1.0, 1.0], [0.999, 0.514], [1.0, 1.0], [0.998, 1.0],
+                   [1.0, 0.997], [1.0, 0.999], [0.524, 0.537], [0.591, 0.601],
+                   [0.627, 0.651], [0.485, 0.517]])
+
+
+def test_labels_at_over_the_bad_sliders_range():
+    """Exercise 5.2's answer slider: the labels and the repeat, counted head by head."""
+    from attn_core.chapters.ch5_multihead import BAD_SLIDER, labels_at
+
+    assert BAD_SLIDER[0] == 0.5 and BAD_SLIDER[-1] == 0.9 and 0.6 in BAD_SLIDER
+    n_bad = []
+    for bad in BAD_SLIDER:
+        r = labels_at(SCREEN, 0.95, bad)
+        want = ["good" if min(a) > 0.95 else "bad" if max(a) < bad else "inconsistent"
+                for a in SCREEN]
+        assert r["labels"].tolist() == want
+        assert r["counts"] == {k: want.count(k) for k in ("good", "bad", "inconsistent")}
+        first = ["good" if a[0] > 0.95 else "bad" if a[0] < bad else None for a in SCREEN]
+        decided = [(v, a[1]) for v, a in zip(first, SCREEN) if v]
+        assert r["decided"] == len(decided)
+        assert r["repeat"] == sum((a > 0.95) if v == "good" else (a < bad)
+                                  for v, a in decided)
+        n_bad.append(r["counts"]["bad"])
+    assert n_bad == sorted(n_bad) and n_bad[0] < n_bad[-1]     # it moves with the slider
+    at = {bad: labels_at(SCREEN, 0.95, bad) for bad in (0.6, 0.7)}
+    assert at[0.6]["counts"] == {"good": 7, "bad": 5, "inconsistent": 4}
+    assert at[0.7]["counts"] == {"good": 7, "bad": 8, "inconsistent": 1}
+    assert (at[0.6]["repeat"], at[0.6]["decided"]) == (12, 14)
+    assert (at[0.7]["repeat"], at[0.7]["decided"]) == (15, 16)
+
+
+def test_draw_labels_at_frames_differ_are_readable_and_fast():
+    import time
+
+    import matplotlib.pyplot as plt
+
+    from attn_core.chapters import ch5_multihead as ch
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt, set_style
+
+    set_style()          # the book's style, as in the notebook
+    titles = []
+    for bad in (ch.BAD_SLIDER[0], 0.7, ch.BAD_SLIDER[-1]):
+        t0 = time.perf_counter()
+        fig = ch.draw_labels_at(SCREEN, 0.95, bad)
+        assert time.perf_counter() - t0 < 1.0
+        ax = fig.axes[0]
+        titles.append(ax.get_title())
+        dots = sum(len(c.get_offsets()) for c in ax.collections)
+        assert dots == SCREEN.size                       # one dot per head and stream
+        pt = rendered_text_pt(fig)
+        assert min(pt["desktop"], pt["phone"]) >= MIN_TEXT_PT
+        plt.close(fig)
+    assert len(set(titles)) == 3 and "8 bad" in titles[1]

@@ -290,9 +290,9 @@ class RescueConfig:
             if self.enough_heads(labels):
                 break
         counts = {k: int((labels == k).sum()) for k in ("good", "bad", "inconsistent")}
-        print(f"[screen] drew {drawn} candidate heads ({self.n_candidates} per round, at most "
-              f"{self.candidate_cap()}): {counts['good']} good, {counts['bad']} bad, "
-              f"{counts['inconsistent']} inconsistent")
+        print(f"[screen] {drawn} candidate heads drawn ({self.n_candidates} per round, at "
+              f"most {self.candidate_cap()})\n[screen] {counts['good']} good, "
+              f"{counts['bad']} bad, {counts['inconsistent']} inconsistent")
         if not self.enough_heads(labels):
             raise ValueError(f"the screen drew its cap of {drawn} candidate heads and found "
                              f"{counts['good']} good and {counts['bad']} bad; the combinations "
@@ -827,7 +827,8 @@ def rescue_fit(p, measured) -> dict:
 def draw_rescue(p, measured) -> Figure:
     """The rescue slider's frame (:func:`rescue_fit`): the measured success rates with their
     95 % intervals against ``1 − (1 − p)^K`` at K = 1 to the largest measured K, and how
-    many intervals the prediction meets. About 0.1 s per call (2-core CPU)."""
+    many intervals the prediction meets. Measured on this project's 2-core CPU: 0.01 s to
+    draw, 0.16 s with its PNG (at most 0.3 s), per call."""
     f = rescue_fit(p, measured)
     ks = f["ks"]
     k_all = np.arange(1, ks.max() + 1)
@@ -873,24 +874,33 @@ def labels_at(final_acc, good: float, bad: float) -> dict:
 def draw_labels_at(final_acc, good: float, bad: float) -> Figure:
     """Exercise 5.2's answer slider (:func:`labels_at`): every head's final accuracy on each
     data stream (heads sorted by their mean; one dot per stream), coloured by its label at
-    these thresholds (dotted lines). About 0.1 s per call (2-core CPU)."""
+    these thresholds (dotted lines). Measured on this project's 2-core CPU: 0.02 s to draw,
+    0.22 s with its PNG (at most 0.4 s), per call."""
     r = labels_at(final_acc, good, bad)
     acc = np.asarray(final_acc, dtype=float)
     order = np.argsort(acc.mean(1), kind="stable")
-    fig, ax = plt.subplots(figsize=(4.6, 4.0))
+    markers = "os^Dv"[:acc.shape[1]]
+    fig, ax = plt.subplots(figsize=(4.6, 4.3))
     for label, color in _LABEL_COLORS.items():
         rows = [i for i, j in enumerate(order) if r["labels"][j] == label]
-        if rows:
-            for s, marker in zip(range(acc.shape[1]), "os^Dv"):
+        for s, marker in enumerate(markers):
+            if rows:
                 ax.scatter(rows, acc[order[rows], s], s=30, color=color, marker=marker,
-                           alpha=0.85, label=label if s == 0 else None)
+                           alpha=0.85)
+    # the legend's entries are the same in every frame: labels by colour, streams by shape
+    key = [plt.Line2D([], [], ls="", marker="o", color=c, label=t)
+           for t, c in _LABEL_COLORS.items()]
+    key += [plt.Line2D([], [], ls="", marker=m, mfc="none", mec="k", label=f"stream {s}")
+            for s, m in enumerate(markers)]
     ax.axhline(good, color="C0", ls=":", lw=1.2)
     ax.axhline(bad, color="C3", ls=":", lw=1.2)
     c = r["counts"]
     ax.set(xlabel="head (sorted by mean accuracy)", ylabel="final token accuracy",
            ylim=(min(0.4, acc.min() - 0.03), 1.03),
            title=f"bad < {bad:g}: {c['good']} good, {c['bad']} bad, "
-                 f"{c['inconsistent']} incons.\nrepeat {r['repeat']} of {r['decided']} decided")
+                 f"{c['inconsistent']} inconsistent\n"
+                 f"verdict repeats: {r['repeat']} of {r['decided']} decided")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3, frameon=False)
+    ax.legend(handles=key, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3,
+              frameon=False, columnspacing=1.0, handletextpad=0.3)
     return fig

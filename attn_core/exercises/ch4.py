@@ -321,7 +321,7 @@ _COUNT_HINTS = {
 }
 
 
-@checker("Exercise 4.3: the scaled count table")
+@checker("Exercise 4.3: the scaled count table L·C/n")
 def check_scaled_counts(scaled_counts):
     """``scaled_counts(src, tgt, V)`` -> the (V, V) table L·C/n of the n sentence pairs."""
     for case, (src, tgt, V) in zip(_COUNT_CASE_NAMES, _count_cases()):
