@@ -161,7 +161,7 @@ RANGE_B0 = (-5.0, -2.0, 0.0, 0.5, 2.0, 10.0)
 RANGE_P0 = (0.05, 0.5, 0.95)
 
 
-def _ce_flow_by_finite_differences(b0, b1, a, t_max=30.0, dt=0.005):
+def _ce_flow_by_finite_differences(b0, b1, a, t_max=30.0, dt=0.01):
     """An independent integration of the cross-entropy toy: its vector field is minus the
     central-difference gradient of theory.gated_ce_loss (not the package's _ce_grad), and
     the integrator is Heun's method (not RK4); every start at once. Returns p at each τ."""
@@ -310,8 +310,8 @@ def test_model_diagram_shows_every_part_of_the_classifier():
     fig = ch.model_diagram()
     assert isinstance(fig, Figure)
     text = " ".join(t.get_text() for t in fig.axes[0].texts)
-    for part in ("tokens", "LSTM", r"\alpha^\top h_l", "softmax", r"\beta_l = W h_l",
-                 r"\sum_l p_l", r"\Pr[\mathrm{positive}]", r"$\alpha$", "$W$"):
+    for part in ("tokens", "LSTM", r"\alpha^\top h_l", "softmax", r"r_l = W h_l",
+                 r"\sum_l p_l\, r_l", r"\Pr[\mathrm{positive}]", r"$\alpha$", "$W$"):
         assert part in text, part
     sizes = rendered_text_pt(fig)
     assert min(sizes["desktop"], sizes["phone"]) >= MIN_TEXT_PT, sizes

@@ -231,7 +231,7 @@ def test_classifier_head_accepts_float64_and_hint_names_no_value(capsys):
         h.double(), al.double(), w.double()))
     result = ex.check_classifier_head(lambda h, al, w: (lambda o: (o[0], o[1], o[2] * 1.01))(
         classifier_head(h, al, w)))
-    assert "beta is off at index" in result.message and "expected" not in result.message
+    assert "r is off at index" in result.message and "expected" not in result.message
 
 
 # ------------------------------------------------------------------ the gaming learner

@@ -297,23 +297,23 @@ def _head_cases():
     return cases
 
 
-@checker("Exercise 1.4: the attention classifier's head")
+@checker("Exercise 1.4: the attention classifier head")
 def check_classifier_head(classifier_head):
-    """``classifier_head(h, alpha, w)`` -> ``(logit, p, beta)``, as the book's model computes."""
+    """``classifier_head(h, alpha, w)`` -> ``(logit, p, r)``, as the book's model computes."""
     for h, alpha, w, ref in _head_cases():
         b, n = h.shape[:2]
         out = classifier_head(h.clone(), alpha.clone(), w.clone())
         if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise Wrong("return the three tensors (logit, p, beta)")
+            raise Wrong("return the three tensors (logit, p, r)")
         logit = expect_shape(out[0], (b,), "logit", "one logit per sequence of the batch")
         p = expect_shape(out[1], (b, n), "p", "one attention weight per position")
-        beta = expect_shape(out[2], (b, n), "beta", "one relevance per position")
+        beta = expect_shape(out[2], (b, n), "r", "one relevance per position")
         hn, an, wn = (t.double().numpy() for t in (h, alpha, w))
         if matches(beta, hn @ an, rtol=1e-4, atol=1e-6) and not matches(
                 beta, ref["beta"], rtol=1e-4, atol=1e-6):
             raise Wrong("did you swap α and W? α scores the positions (attention), W gives "
-                        "the relevance β")
-        _off_where(beta, ref["beta"], "beta", "β_l = W h_l at every position",
+                        "the relevance r_l")
+        _off_where(beta, ref["beta"], "r", "r_l = W h_l at every position",
                    HEAD_RTOL, HEAD_ATOL)
         if n > 1 and matches(p, np.full((b, n), 1 / n)):
             raise Wrong("your p is uniform (1/L): it ignores α; the scores are a_l = αᵀh_l")
@@ -327,8 +327,8 @@ def check_classifier_head(classifier_head):
         _off_where(p, ref["p"], "p", "softmax of the scores a_l = αᵀh_l over positions",
                    HEAD_RTOL, HEAD_ATOL)
         if matches(logit, 1 / (1 + np.exp(-ref["logit"])), rtol=1e-4, atol=1e-6):
-            raise Wrong("return the logit Σ_l p_l β_l, before the sigmoid, not Pr[positive]")
+            raise Wrong("return the logit Σ_l p_l r_l, before the sigmoid, not Pr[positive]")
         if n > 1 and (matches(logit, ref["beta"].sum(1), rtol=1e-4, atol=1e-6) or matches(
                 logit, ref["beta"].mean(1), rtol=1e-4, atol=1e-6)):
-            raise Wrong("the logit weights each β_l by its attention p_l")
-        _off_where(logit, ref["logit"], "logit", "Σ_l p_l β_l", HEAD_RTOL, HEAD_ATOL)
+            raise Wrong("the logit weights each r_l by its attention p_l")
+        _off_where(logit, ref["logit"], "logit", "Σ_l p_l r_l", HEAD_RTOL, HEAD_ATOL)
