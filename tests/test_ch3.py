@@ -436,3 +436,228 @@ def test_untrained_translation_model_and_proxy_fail_the_alignment_findings():
     r0 = alignment_accuracy(b0, src, al)
     assert r0["word"] < 0.95 and abs(r0["position"] - r0["ceiling"]) > 0.01
     assert r0["position"] == pytest.approx(float((al == 0).mean()))   # argmax = position 0
+
+
+# ------------------------------------------------- #31: the model diagram, the readable model
+def test_model_diagram_shows_every_box():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from attn_core.chapters.ch3_ibm1 import _DIAGRAM_BOXES, model_diagram
+    fig = model_diagram()
+    try:
+        assert isinstance(fig, Figure)
+        texts = {t.get_text() for t in fig.findobj(Text)}
+        for name, (_, _, label, _) in _DIAGRAM_BOXES.items():
+            assert label in texts, f"box {name!r} ({label!r}) is not drawn"
+        for needed in ("encoder", "decoder", r"\alpha_{t,l}", r"\beta_{t,l}", "p_t"):
+            assert any(needed in t for t in texts), needed
+    finally:
+        plt.close(fig)
+
+
+def test_readable_model_computes_what_the_engine_computes():
+    """The readable one-model seq2seq, loaded with member 1 of the engine's stacked model,
+    gives its logits, attention and lexical probe (the engine's probe is a rearranged,
+    faster form of the same sum)."""
+    from attn_core.chapters.ch3_ibm1 import TRANSLATION, ReadableSeq2Seq
+    cfg = TRANSLATION.get("fast")
+    task = cfg.task()
+    engine = cfg.model_fn(task)(seeds=[3, 4])
+    ev = {k: v[:16] for k, v in cfg.eval_set(task).items()}
+    mine = ReadableSeq2Seq.from_seq2seq(engine, 1)
+    stack = {k: v[None].expand(2, *v.shape) for k, v in ev.items()}
+    with torch.no_grad():
+        ours, theirs = mine(ev["src"], ev["tgt_in"]), engine(stack["src"], stack["tgt_in"])
+    torch.testing.assert_close(ours["logits"], theirs["logits"][1], atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours["alpha"], theirs["alpha"][1, 0], atol=1e-6, rtol=0)
+    beta = mine.lexical_probe(ev["src"], ev["tgt_in"], ev["tgt"])
+    torch.testing.assert_close(
+        beta, engine.lexical_probe(stack["src"], stack["tgt_in"], stack["tgt"])[1],
+        atol=1e-6, rtol=0)
+    # and the probe by its definition, one (t, l) at a time: N([s_t; h_l]) at y_t
+    h, s = mine.states(ev["src"], ev["tgt_in"])
+    with torch.no_grad():
+        p = torch.softmax(mine.N(s[3, 2], h[3, 5]), -1)
+    assert float(p[ev["tgt"][3, 2]]) == pytest.approx(float(beta[3, 2, 5]), abs=1e-6)
+    # member 0 is another model
+    other = ReadableSeq2Seq.from_seq2seq(engine, 0)
+    with torch.no_grad():
+        assert (other(ev["src"], ev["tgt_in"])["logits"] - ours["logits"]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda ch, e: ch.ReadableSeq2Seq.from_seq2seq("a model", 0), TypeError, "model"),
+    (lambda ch, e: ch.ReadableSeq2Seq.from_seq2seq(e, 2), ValueError, "m must"),
+    (lambda ch, e: ch.ReadableSeq2Seq.from_seq2seq(e, 0.5), TypeError, "m must"),
+    (lambda ch, e: ch.ReadableSeq2Seq.from_seq2seq(
+        type(e)(vocab=9, heads=2, seeds=[0]), 0), ValueError, "heads"),
+    (lambda ch, e: ch.ReadableSeq2Seq.from_seq2seq(
+        type(e)(vocab=9, attention="uniform", seeds=[0]), 0), ValueError, "attention"),
+    (lambda ch, e: ch.ReadableSeq2Seq.from_seq2seq(
+        type(e)(vocab=9, bias=True, seeds=[0]), 0), ValueError, "bias"),
+    (lambda ch, e: ch.ReadableSeq2Seq(0, 4, 4), ValueError, "vocab"),
+])
+def test_readable_model_bad_arguments(call, exc, match):
+    from attn_core.chapters import ch3_ibm1 as ch
+    from attn_core.models import Seq2Seq
+    engine = Seq2Seq(vocab=9, embed=4, hidden=4, seeds=[0, 1])
+    with pytest.raises(exc, match=match):
+        call(ch, engine)
+
+
+# ------------------------------------------------------------ #31: the Zipf sliders (§4, 3.4)
+def _corpus_by_hand(zipf):
+    from dataclasses import replace
+
+    from attn_core.chapters.ch3_ibm1 import TRANSLATION
+    task = replace(TRANSLATION.get("fast"), zipf=zipf).task()
+    c = task.corpus()
+    return (task, c["src"].numpy(), c["tgt"].numpy(), c["align"].numpy(),
+            task.dictionary.numpy())
+
+
+def _em_by_hand(src, tgt, V, iterations):
+    """IBM Model 1's EM written out again (not theory.ibm1_em): the table after each
+    iteration, from the uniform one."""
+    M, L = src.shape
+    T = tgt.shape[1]
+    xs = np.broadcast_to(src[:, None, :], (M, T, L))
+    ys = np.broadcast_to(tgt[:, :, None], (M, T, L))
+    table, out = np.full((V, V), 1 / V), []
+    for _ in range(iterations):
+        beta = table[xs, ys]                                 # Trans(y_t | x_l)
+        counts = np.zeros((V, V))
+        np.add.at(counts, (xs, ys), beta / beta.sum(2, keepdims=True))
+        table = counts / counts.sum(1, keepdims=True)
+        out.append(table)
+    return out
+
+
+@pytest.mark.parametrize("zipf", [0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 2.0])
+def test_zipf_slider_against_an_independent_computation(zipf):
+    """Every frame of the Zipf slider (its whole range): the one-step table, EM's
+    row-by-row recovery and α^IBM's mass on the right word, each recomputed here by hand,
+    and the top word's share against its closed form 1 / Σ_r r^-s."""
+    from attn_core.chapters.ch3_ibm1 import ZIPF_SLIDER, TRANSLATION, zipf_ibm1
+    assert zipf in ZIPF_SLIDER
+    task, src, tgt, align, d = _corpus_by_hand(zipf)
+    V, (M, L) = task.vocab, src.shape
+    r = zipf_ibm1(zipf, TRANSLATION.get("fast"), iterations=6)
+    C = np.zeros((V, V))
+    for x, y in zip(src, tgt):
+        for i in x:
+            for o in y:
+                C[i, o] += 1 / L
+    trans = C / C.sum(1, keepdims=True)
+    np.testing.assert_allclose(r["trans"], trans[:, d], atol=1e-12)
+    tables = _em_by_hand(src, tgt, V, 6)
+    np.testing.assert_allclose(tables[0], trans, atol=1e-12)      # EM's step 1 = one step
+    np.testing.assert_allclose(r["recovery"], [np.mean(t.argmax(1) == d) for t in tables])
+    gold = src[np.arange(M)[:, None], align]                         # (M, T) right words
+    on = src[:, None, :] == gold[:, :, None]
+    mass = []
+    for t in tables:
+        b = t[src[:, None, :], tgt[:, :, None]]
+        mass.append(((b * on).sum(2) / b.sum(2)).mean())
+    np.testing.assert_allclose(r["mass"], mass, atol=1e-12)
+    p1 = 1 / np.sum(np.arange(1, V + 1, dtype=float) ** -zipf)
+    assert abs(r["top_share"] - p1) < 4 * math.sqrt(p1 * (1 - p1) / (M * L))
+
+
+def test_zipf_slider_moves_with_the_exponent():
+    """Across the slider's range the top word's share grows, the one-step recovery falls
+    from the whole dictionary (s = 0) to one word (s = 1, 2), and EM needs more iterations
+    to recover it as the skew grows."""
+    from attn_core.chapters.ch3_ibm1 import ZIPF_SLIDER, TRANSLATION, zipf_ibm1
+    cfg = TRANSLATION.get("fast")
+    rs = [zipf_ibm1(s, cfg) for s in ZIPF_SLIDER]
+    assert np.all(np.diff([r["top_share"] for r in rs]) > 0)
+    one = [r["recovery"][0] for r in rs]
+    assert np.all(np.diff(one) <= 0) and one[0] == 1.0 and one[-1] == pytest.approx(1 / 30)
+    first_full = [int(np.argmax(r["recovery"] == 1.0)) for r in rs]
+    assert first_full[0] == 0 and first_full[ZIPF_SLIDER.index(1.0)] == 1
+    assert first_full[-1] == 3 and np.all(np.diff(first_full) >= 0)
+    assert all(r["recovery"][-1] == 1.0 for r in rs)
+
+
+@pytest.mark.parametrize("zipf", [0.0, 0.5, 0.7, 1.0, 1.5, 2.0])
+def test_row_contest_against_its_expected_counts(zipf):
+    """Exercise 3.4's answer slider over its range: per source word, the one-step
+    Trans(own | i) and Trans(word 1's | i) average (weighted by the word's count, over the
+    words seen >= 400 times) to their expected-count values (1 + (L-1) p_i)/L and
+    (L-1) p_1/L within 5% (dropping (L-1)/L would be 10% off); the recovery is the
+    table's, the prediction the closed form's."""
+    from attn_core.chapters.ch3_ibm1 import TRANSLATION, zipf_row_contest
+    task, src, tgt, _, d = _corpus_by_hand(zipf)
+    V, L = task.vocab, task.length
+    r = zipf_row_contest(zipf, TRANSLATION.get("fast"))
+    p = np.arange(1, V + 1, dtype=float) ** -zipf
+    p /= p.sum()
+    np.testing.assert_allclose(r["p"], p)
+    np.testing.assert_allclose(r["own_expected"], (1 + (L - 1) * p) / L)
+    np.testing.assert_allclose(r["rival_expected"][1:], (L - 1) * p[0] / L)
+    n = np.bincount(src.ravel(), minlength=V)
+    np.testing.assert_array_equal(r["n"], n)
+    ok = n >= 400
+    assert ok.sum() >= 5
+    ratio = np.average(r["own"][ok] / r["own_expected"][ok], weights=n[ok])
+    assert abs(ratio - 1) < 0.05
+    ok[0] = False
+    if ok.any():
+        ratio = np.average(r["rival"][ok] / r["rival_expected"][ok], weights=n[ok])
+        assert abs(ratio - 1) < 0.05
+    C = theory.count_table(src, tgt, V, V)
+    assert r["recovered"] == theory.dictionary_recovery(theory.ibm1_translation(C), d)
+    assert r["predicted"] == pytest.approx(
+        np.mean(np.r_[True, 1 + (L - 1) * p[1:] > (L - 1) * p[0]]))
+    assert np.isnan(r["rival"][0]) and np.isnan(r["rival_expected"][0])
+
+
+def test_row_contest_moves_with_the_exponent():
+    from attn_core.chapters.ch3_ibm1 import ZIPF_SLIDER, TRANSLATION, zipf_row_contest
+    cfg = TRANSLATION.get("fast")
+    rs = [zipf_row_contest(s, cfg) for s in ZIPF_SLIDER]
+    rival = [r["rival_expected"][1] for r in rs]
+    assert np.all(np.diff(rival) > 0)
+    assert [r["recovered"] for r in rs][0] == 1.0 and rs[-1]["recovered"] < 0.1
+    assert np.all(np.diff([r["predicted"] for r in rs]) <= 0)
+
+
+@pytest.mark.parametrize("zipf", [0.0, 0.7, 2.0])
+def test_zipf_slider_frames_are_readable_and_change(zipf):
+    import matplotlib.pyplot as plt
+
+    from attn_core.chapters.ch3_ibm1 import (TRANSLATION, draw_zipf_ibm1,
+                                             draw_zipf_row_contest)
+    from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt, set_style
+    cfg = TRANSLATION.get("fast")
+    with plt.rc_context():
+        set_style()                                   # the book's style, as in the chapter
+        for draw in (draw_zipf_ibm1, draw_zipf_row_contest):
+            fig = draw(zipf, cfg)
+            try:
+                pt = rendered_text_pt(fig)
+                assert pt["desktop"] >= MIN_TEXT_PT and pt["phone"] >= MIN_TEXT_PT, pt
+                titles = " ".join(ax.get_title() for ax in fig.axes)
+                assert f"$s$ = {zipf:g}" in titles
+            finally:
+                plt.close(fig)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda ch: ch.zipf_ibm1(-0.5), ValueError, "zipf"),
+    (lambda ch: ch.zipf_ibm1("1"), TypeError, "zipf"),
+    (lambda ch: ch.zipf_ibm1(float("inf")), ValueError, "zipf"),
+    (lambda ch: ch.zipf_ibm1(1.0, config=ch.KEYWORD_RELEVANCE.fast), TypeError, "config"),
+    (lambda ch: ch.zipf_ibm1(1.0, iterations=0), ValueError, "iterations"),
+    (lambda ch: ch.zipf_row_contest(float("nan")), ValueError, "zipf"),
+    (lambda ch: ch.zipf_row_contest(1.0, config="fast"), TypeError, "config"),
+    (lambda ch: ch.draw_zipf_ibm1(-1), ValueError, "zipf"),
+    (lambda ch: ch.draw_zipf_row_contest(None), TypeError, "zipf"),
+])
+def test_zipf_slider_bad_arguments(call, exc, match):
+    from attn_core.chapters import ch3_ibm1 as ch
+    with pytest.raises(exc, match=match):
+        call(ch)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 from torch import nn
 
@@ -339,15 +340,16 @@ class ReadableSeq2Seq(nn.Module):
 
     def __init__(self, vocab: int, embed: int, hidden: int):
         super().__init__()
-        for name, value in (("vocab", vocab), ("embed", embed), ("hidden", hidden)):
+        for name, value in (("vocab", vocab), ("embed", embed),
+                            ("hidden", hidden)):
             check_int(name, value)
         H = hidden
-        self.emb = nn.Embedding(vocab, embed)          # shared by source and target
+        self.emb = nn.Embedding(vocab, embed)      # source and target share it
         self.encoder = nn.LSTM(embed, H, batch_first=True)
         self.decoder = nn.LSTM(embed, H, batch_first=True)
-        self.W = nn.Parameter(torch.zeros(H, H))       # the score s_tᵀ W h_l
-        self.combine = nn.Linear(2 * H, H)             # N: tanh(W_c [s; c] + b_c),
-        self.out = nn.Linear(H, vocab)                 # then W_o · + b_o (logits)
+        self.W = nn.Parameter(torch.zeros(H, H))   # the score s_tᵀ W h_l
+        self.combine = nn.Linear(2 * H, H)         # N: tanh(W_c [s; c] + b_c),
+        self.out = nn.Linear(H, vocab)             # then W_o · + b_o: logits
 
     def states(self, src, tgt_in):
         """Encoder states h (B, L, H) and decoder states s (B, T, H)."""
@@ -363,7 +365,7 @@ class ReadableSeq2Seq(nn.Module):
         """src (B, L), tgt_in (B, T) -> logits (B, T, V), alpha (B, T, L)."""
         h, s = self.states(src, tgt_in)
         scores = s @ self.W @ h.transpose(1, 2)        # s_tᵀ W h_l: (B, T, L)
-        alpha = torch.softmax(scores, dim=-1)          # over source positions l
+        alpha = torch.softmax(scores, dim=-1)          # over positions l
         c = alpha @ h                                  # c_t = Σ_l α_tl h_l
         return {"logits": self.N(s, c), "alpha": alpha}
 
@@ -381,26 +383,30 @@ class ReadableSeq2Seq(nn.Module):
 
     @classmethod
     def from_seq2seq(cls, model: Seq2Seq, m: int = 0) -> "ReadableSeq2Seq":
-        """Member ``m`` of the engine's stacked :class:`~attn_core.models.Seq2Seq`
-        (one head, LSTM cells, a shared embedding, learned attention, no
-        projection or bias: the chapter's model), with the same weights (a copy)."""
+        """Member ``m`` of the engine's stacked Seq2Seq (one head, LSTM cells,
+        a shared embedding, learned attention, no projection or bias: the
+        chapter's model), with the same weights (a copy)."""
         if not isinstance(model, Seq2Seq):
-            raise TypeError(f"model must be a Seq2Seq; got {type(model).__name__}")
+            raise TypeError(f"model must be a Seq2Seq; got "
+                            f"{type(model).__name__}")
         m = check_int("m", m, 0, model.n_members - 1)
-        for name, got, want in (("heads", model.heads, 1), ("cell", model.cell, "lstm"),
-                                ("attention", model.attention, "learned"),
-                                ("shared_embedding", model.shared_embedding, True),
-                                ("head_proj", model.head_proj is not None, False),
-                                ("bias", model.score_bias is not None, False)):
+        for name, got, want in (
+                ("heads", model.heads, 1), ("cell", model.cell, "lstm"),
+                ("attention", model.attention, "learned"),
+                ("shared_embedding", model.shared_embedding, True),
+                ("head_proj", model.head_proj is not None, False),
+                ("bias", model.score_bias is not None, False)):
             if got != want:
-                raise ValueError(f"model must have {name}={want!r} (chapter 3's model); "
-                                 f"got {name}={got!r}")
+                raise ValueError(f"model must have {name}={want!r} "
+                                 f"(chapter 3's model); got {got!r}")
         out = cls(model.vocab, model.embed, model.hidden)
         ours = {"emb.weight": model.emb.weight, "W": model.score[:, 0],
-                "combine.weight": model.combine.weight, "combine.bias": model.combine.bias,
+                "combine.weight": model.combine.weight,
+                "combine.bias": model.combine.bias,
                 "out.weight": model.out.weight, "out.bias": model.out.bias}
         for rnn in ("encoder", "decoder"):
-            for mine, theirs in (("weight_ih_l0", "w_ih"), ("weight_hh_l0", "w_hh"),
+            for mine, theirs in (("weight_ih_l0", "w_ih"),
+                                 ("weight_hh_l0", "w_hh"),
                                  ("bias_ih_l0", "b_ih"), ("bias_hh_l0", "b_hh")):
                 ours[f"{rnn}.{mine}"] = getattr(getattr(model, rnn), theirs)
         shapes = {k: v.shape for k, v in out.state_dict().items()}
@@ -459,8 +465,8 @@ def zipf_ibm1(zipf: float, config: TranslationConfig | None = None,
       (position by position);
     - ``"top_share"``: the most frequent word's share of the corpus's source words.
 
-    Pure and fast: about 0.15 s per call at the fast preset's size (V = 30, 2,000 pairs,
-    10 iterations) on this project's 2-core CPU."""
+    Pure and fast: 0.3-0.5 s per call at the fast preset's size (V = 30, 2,000 pairs,
+    10 iterations) on this project's 2-core CPU (measured over :data:`ZIPF_SLIDER`)."""
     iterations = check_int("iterations", iterations)
     task = _zipf_task(zipf, config)
     c, V = task.corpus(), task.vocab
@@ -479,19 +485,23 @@ def zipf_ibm1(zipf: float, config: TranslationConfig | None = None,
 def draw_zipf_ibm1(zipf: float, config: TranslationConfig | None = None) -> Figure:
     """The Zipf slider's frame (:func:`zipf_ibm1`): top, the one-step table with each
     row's argmax marked (on the diagonal: recovered); bottom, EM's two readings over its
-    iterations. About 0.4 s per call (fast preset, 2-core CPU)."""
+    iterations. 0.4-0.65 s per call (fast preset, 2-core CPU)."""
     r = zipf_ibm1(zipf, config)
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(4.6, 7.4),
                                  gridspec_kw={"height_ratios": [1.35, 1]})
-    plotting.heatmap(a1, r["trans"], cmap="magma", vmin=0, vmax=0.5, colorbar=True)
+    # a square-root colour scale: the diagonal at s = 0 (about 0.13) and the first
+    # column at s = 2 (about 0.56) both stay readable
+    im = plotting.heatmap(a1, r["trans"], cmap="magma",
+                          norm=PowerNorm(0.5, vmin=0, vmax=0.7))
+    fig.colorbar(im, ax=a1, shrink=0.8, ticks=[0, 0.05, 0.2, 0.4, 0.7])
     V = len(r["trans"])
-    a1.plot(r["trans"].argmax(1), np.arange(V), "o", ms=4, mfc="none", mec="C0", mew=1.2)
+    a1.plot(r["trans"].argmax(1), np.arange(V), "o", ms=4, mfc="none", mec="white", mew=1.2)
     a1.set(xlabel="translation of source word $j$", ylabel="source word $i$",
            title=f"$s$ = {zipf:g}: one step, Trans($o \\mid i$)\n"
                  "(circles: each row's argmax)")
     its = np.arange(1, len(r["recovery"]) + 1)
-    a2.plot(its, r["recovery"], "o-", label="dictionary recovered (rows)")
-    a2.plot(its, r["mass"], "^-", color="C2", label=r"$\alpha^{IBM}$ mass on right word")
+    a2.plot(its, r["recovery"], "o-", label="rows recovered")
+    a2.plot(its, r["mass"], "^-", color="C2", label=r"$\alpha^{IBM}$ on right word")
     a2.set(xlabel="EM iterations (1 = one step)", ylabel="fraction", ylim=(-0.03, 1.05),
            title=f"one step recovers {r['recovery'][0]:.2f}")
     a2.legend(loc="lower right")
@@ -512,7 +522,7 @@ def zipf_row_contest(zipf: float, config: TranslationConfig | None = None) -> di
     of word 0 itself is NaN), ``"n"`` (each word's count in the corpus), ``"recovered"``
     (the measured row-by-row recovery) and ``"predicted"`` (the fraction of words whose
     expected own value beats the expected rival, word 0 counted as recovered).
-    About 0.05 s per call (fast preset, 2-core CPU)."""
+    0.04-0.07 s per call (fast preset, 2-core CPU)."""
     task = _zipf_task(zipf, config)
     c, V, L = task.corpus(), task.vocab, task.length
     d = task.dictionary.numpy()
@@ -535,18 +545,19 @@ def zipf_row_contest(zipf: float, config: TranslationConfig | None = None) -> di
 def draw_zipf_row_contest(zipf: float, config: TranslationConfig | None = None) -> Figure:
     """Exercise 3.4's answer slider (:func:`zipf_row_contest`): per source word, its own
     translation's one-step probability against word 0's translation, measured (markers)
-    and expected (lines). About 0.15 s per call (fast preset, 2-core CPU)."""
+    and expected (lines). 0.07-0.09 s per call (fast preset, 2-core CPU)."""
     r = zipf_row_contest(zipf, config)
     ranks = np.arange(1, len(r["p"]) + 1)
-    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    fig, ax = plt.subplots(figsize=(4.6, 5.2))
     ax.plot(ranks, r["own"], "o", color="C0", ms=5, label="own translation")
     ax.plot(ranks, r["own_expected"], "-", color="C0", lw=1.2)
     ax.plot(ranks, r["rival"], "x", color="C3", ms=6, label="word 1's translation")
     ax.plot(ranks, r["rival_expected"], "--", color="C3", lw=1.2)
     ax.set(xlabel="source word $i$ (frequency rank)",
            ylabel=r"one-step Trans($\cdot \mid i$)",
-           ylim=(0, 0.62),
+           ylim=(0, 0.72),
            title=f"$s$ = {zipf:g}: one step recovers {r['recovered']:.2f}\n"
                  f"(expected counts: {r['predicted']:.2f})")
-    ax.legend(loc="upper right", title="markers: measured, lines: expected")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False,
+              title="markers: measured, lines: expected")
     return fig

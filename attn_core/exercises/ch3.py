@@ -169,7 +169,7 @@ def _count_table_mistakes() -> list:
     ]
 
 
-@checker("Exercise 3.2: the count table of four sentence pairs")
+@checker("Exercise 3.2: the count table by hand")
 def check_count_table_by_hand(count_table_by_hand):
     """``count_table_by_hand()`` -> the 5 × 5 count table C of :data:`TINY_CORPUS` (rows das,
     Haus, Buch, ein, im; columns the, house, book, a, in)."""
@@ -260,7 +260,7 @@ _EM_MISTAKES = {
 }
 
 
-@checker("Exercise 3.3: one EM iteration of IBM Model 1")
+@checker("Exercise 3.3: one iteration of EM")
 def check_em_step(em_step):
     """``em_step(trans, sources, targets)`` -> the |I| × |O| table after one E-step and one
     M-step of IBM Model 1 (no NULL word); ``sources`` and ``targets`` are lists of token-id
@@ -332,7 +332,7 @@ def _zipf_readings(zipf: float) -> dict:
     }
 
 
-@checker("Exercise 3.4: what if the words were less skewed?")
+@checker("Exercise 3.4: less skewed word frequencies")
 def check_one_step_recovery(one_step_recovery):
     """``one_step_recovery(zipf)`` -> the fraction of the source words whose one-step row
     argmax ``argmax_o Trans(o | i)`` is their true translation, for the chapter's corpus with
