@@ -66,7 +66,7 @@ def test_a_smoke_run_is_never_cached_nor_loaded(monkeypatch, tmp_path, capsys):
     assert h.train_loss.shape[1] == 2 and real.train_loss.shape[1] == 6
     cache.cached_history("smoke", {"a": 2}, _run)
     assert len(list(tmp_path.glob("smoke-*"))) == 1                    # nothing new saved
-    assert "[smoke] smoke: ATTN_MAX_STEPS=2: trained for at most 2 steps; not cached" in \
+    assert "[smoke] smoke: at most 2 steps (ATTN_MAX_STEPS), not cached" in \
         capsys.readouterr().out
 
 
