@@ -46,6 +46,7 @@ import math
 import os
 import re
 import shutil
+import textwrap
 import tempfile
 import time
 import warnings
@@ -473,6 +474,13 @@ class _GroupStore:
                 self._warned = True
 
 
+def _say(line: str) -> None:
+    """Print a report line wrapped to the book's column (config.LINE_WIDTH)."""
+    from .config import LINE_WIDTH
+
+    print(textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  "))
+
+
 def cached_history(name: str, config: dict, compute: Callable[[], History],
                    verbose: bool = True, label: str | None = None) -> History:
     """Return ``compute()``'s History, computing it only if this config has no saved result.
@@ -514,8 +522,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
             if verbose:
                 # One short line for the reader (the folder is the reader's own, named by
                 # ATTN_CACHE; printing it would put a machine path into the book).
-                print(f"[cache] {shown}: reused the result computed on {h.saved_at[:10]} "
-                      f"({h.seconds:.0f} s)")
+                _say(f"[cache] {shown}: reused the result computed on {h.saved_at[:10]} "
+                     f"({h.seconds:.0f} s)")
             return h
     store = None if path is None else _GroupStore(path.with_suffix(".parts"), name)
     token = GROUP_STORE.set(store)
@@ -545,7 +553,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
                           f"but not saved to {root} (ATTN_CACHE=off disables the cache)",
                           RuntimeWarning, stacklevel=2)
     if verbose and cap is not None:
-        print(f"[smoke] {shown}: at most {cap} steps (ATTN_MAX_STEPS), not cached")
+        _say(f"[smoke] {shown}: at most {cap} steps (ATTN_MAX_STEPS), not cached")
     elif verbose:
-        print(f"[cache] {shown}: computed in {h.seconds:.0f} s" + (" (saved)" if saved else ""))
+        _say(f"[cache] {shown}: computed in {h.seconds:.0f} s" + (" (saved)" if saved else ""))
     return h

@@ -262,6 +262,12 @@ def set_seed(seed: int) -> None:
     torch.backends.cudnn.benchmark = False
 
 
+#: The longest printed line that fits the book's column (its output blocks at a 1280 px
+#: window: 688 px of 14 px monospace; a 79-character line is 10 px too wide, measured).
+#: The package's own report lines ([cache], [stored], checkers) are wrapped to it.
+LINE_WIDTH = 77
+
+
 def describe(mode: str | None = None) -> str:
     """One short line for the top of each notebook: the mode, device, threads and torch
     version (short enough for the book's column)."""

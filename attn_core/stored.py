@@ -46,6 +46,7 @@ import math
 import os
 import platform as _platform
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,7 @@ import torch
 
 from .cache import _read_entry, atomic_write, save_history
 from .checks import check_int
-from .config import env_max_steps, env_stored, get_mode
+from .config import LINE_WIDTH, env_max_steps, env_stored, get_mode
 from .training import History, _eval_schedule
 
 __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOKENS",
@@ -489,7 +490,8 @@ def stored_run(config, live: int = 1) -> History:
         # the setup page explains the check.
         how = "bitwise" if report.bitwise else "within the spread"
         shown = getattr(config, "display_name", config.cache_name)()
-        print(f"[stored] {shown}: {which} of {n} retrained, match {how}")
+        print(textwrap.fill(f"[stored] {shown}: {which} of {n} retrained, match {how}",
+                            width=LINE_WIDTH, subsequent_indent="  "))
     h.stored = True
     h.live = now
     return h

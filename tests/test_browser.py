@@ -347,9 +347,11 @@ def test_chapter1_maths_is_typeset(browser, server):
 
 # The book's figure sliders carry the class attn-figure-slider (attn_core.plotting); pages
 # built before that class existed fall back to the first slider on the page.
+# The first kernel-free slider a reader sees (not one folded away in an exercise's solution).
 _SLIDER = (
-    "(document.querySelector('.attn-figure-slider .widget-slider')"
-    " || document.querySelector('.widget-slider'))"
+    "([...document.querySelectorAll('.attn-figure-slider')]"
+    ".filter(b => !b.closest('details:not([open])'))"
+    ".map(b => b.querySelector('.widget-slider')).find(s => s) || null)"
 )
 
 _VISIBLE_IMAGE_JS = """

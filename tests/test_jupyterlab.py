@@ -158,13 +158,24 @@ def test_a_live_slider_recomputes_in_jupyterlab(lab):
 
         handle = slider.locator(".noUi-handle").first
         handle.focus()
-        for _ in range(5):
-            page.keyboard.press("ArrowRight")
+        # move it 5 steps up, or down when it starts at its maximum
+        for key in ("ArrowRight", "ArrowLeft"):
+            for _ in range(5):
+                page.keyboard.press(key)
+            page.wait_for_timeout(300)
+            if readout.count() and readout.text_content() != value_before:
+                break
         # interact clears its output and draws a new image: compare the cell's image
         page.wait_for_function(
             """([c, old]) => { const img = c.querySelector('.widget-interact img');
                                return img && img.getAttribute('src') !== old; }""",
             arg=[cell.element_handle(), before], timeout=30_000)
+        # let the kernel finish the last move, so the screenshot shows the readout's figure
+        page.wait_for_function(
+            """() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel
+                     .status === 'idle'""", timeout=60_000)
+        page.wait_for_timeout(500)
+        cell.locator(".widget-interact img").first.scroll_into_view_if_needed()
         after = cell.locator(".widget-interact img").first.get_attribute("src")
         value_after = readout.text_content() if readout.count() else ""
         page.screenshot(path=str(SHOTS / f"jupyterlab_{stem}_after.png"))

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import LINE_WIDTH  # the book's column, in characters
+
 __all__ = ["Wrong", "Result", "checker", "expect_close", "expect_shape", "expect_number",
            "expect_pair", "as_array", "matches", "first_mistake", "variant_table", "CHECKERS"]
 
@@ -57,10 +59,6 @@ class Wrong(Exception):
     """Raised by a check with the hint for the reader: what is wrong, not the answer."""
 
 
-#: The longest printed line that fits the book's column (its output blocks, at a 1280 px
-#: window: 688 px of 14 px monospace: 77 characters: a 79-character line is 10 px too wide, measured); a checker's line is wrapped
-#: to it.
-LINE_WIDTH = 77
 
 
 @dataclass(frozen=True)
