@@ -722,18 +722,6 @@ def test_sen_gap_leaves_out_a_word_without_a_qualifying_point_wherever_it_stands
 
 
 # ------------------------------------------------------------------ #31: diagram and sliders
-@pytest.fixture
-def book_style():
-    """The book's figure style (as the notebook sets it), restored afterwards."""
-    import matplotlib as mpl
-
-    from attn_core.plotting import set_style
-
-    with mpl.rc_context():
-        set_style()
-        yield
-
-
 def _texts(fig):
     from matplotlib.text import Text
     return " ".join(t.get_text() for t in fig.findobj(Text))

@@ -287,18 +287,6 @@ def test_fisher_exact_and_newcombe_interval():
 
 
 # ------------------------------------------------------------------ #31: diagram and slider
-@pytest.fixture
-def book_style():
-    """The book's figure style (as the notebook sets it), restored afterwards."""
-    import matplotlib as mpl
-
-    from attn_core.plotting import set_style
-
-    with mpl.rc_context():
-        set_style()
-        yield
-
-
 def _texts(fig):
     from matplotlib.text import Text
     return " ".join(t.get_text() for t in fig.findobj(Text))
