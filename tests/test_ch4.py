@@ -331,9 +331,13 @@ def test_centred_count_table_over_the_slider_range(V):
     t = ch.centred_count_table(L, V)
     assert t.shape == (V, V)
     np.testing.assert_allclose(t.mean(1), 0, atol=1e-12)            # centred rows
-    # the same table as scaled_count_table on the same draws (an independent count)
-    task = CopyTask(L, V, "distinct")
-    ref = ch.scaled_count_table(task, 2000, torch.Generator().manual_seed(0))
+    # an independent count of the same draws: every (input word, output word) pair of
+    # every sentence pair, added one by one (L·C/n = pairs per sentence pair)
+    b = CopyTask(L, V, "distinct").sample(torch.Generator().manual_seed(0), 2000)
+    src, tgt = b["src"][:, :L].numpy(), b["tgt"][:, :L].numpy()
+    ref = np.zeros((V, V))
+    np.add.at(ref, (np.repeat(src, L, axis=1).ravel(), np.tile(tgt, (1, L)).ravel()), 1)
+    ref /= 2000
     np.testing.assert_allclose(t, ref - ref.mean(1, keepdims=True), atol=1e-12)
     # its diagonal against the closed form (2,000 pairs: a few hundredths of noise)
     exact = _exact_centred_diagonal(L, V)
