@@ -46,7 +46,6 @@ import math
 import os
 import re
 import shutil
-import textwrap
 import tempfile
 import time
 import warnings
@@ -57,7 +56,7 @@ import numpy as np
 import torch
 
 from .checks import check_bool
-from .config import env_cache, env_max_steps, get_device, get_mode
+from .config import env_cache, env_max_steps, get_device, get_mode, wrap_line
 from .training import GROUP_STORE, History, _eval_schedule
 
 __all__ = ["cache_dir", "cache_key", "check_cache_name", "save_history", "load_history",
@@ -474,13 +473,6 @@ class _GroupStore:
                 self._warned = True
 
 
-def _say(line: str) -> None:
-    """Print a report line wrapped to the book's column (config.LINE_WIDTH)."""
-    from .config import LINE_WIDTH
-
-    print(textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  "))
-
-
 def cached_history(name: str, config: dict, compute: Callable[[], History],
                    verbose: bool = True, label: str | None = None) -> History:
     """Return ``compute()``'s History, computing it only if this config has no saved result.
@@ -522,8 +514,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
             if verbose:
                 # One short line for the reader (the folder is the reader's own, named by
                 # ATTN_CACHE; printing it would put a machine path into the book).
-                _say(f"[cache] {shown}: reused the result computed on {h.saved_at[:10]} "
-                     f"({h.seconds:.0f} s)")
+                print(wrap_line(f"[cache] {shown}: reused the result computed on "
+                                f"{h.saved_at[:10]} ({h.seconds:.0f} s)"))
             return h
     store = None if path is None else _GroupStore(path.with_suffix(".parts"), name)
     token = GROUP_STORE.set(store)
@@ -532,8 +524,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     finally:
         GROUP_STORE.reset(token)
     if store is not None and store.loaded and verbose:
-        print(f"[cache] {shown}: resumed an interrupted run ({len(store.loaded)} finished "
-              f"group(s) reused, the rest trained now)")
+        print(wrap_line(f"[cache] {shown}: resumed an interrupted run ({len(store.loaded)} "
+                        f"finished group(s) reused, the rest trained now)"))
     if not isinstance(h, History):
         raise TypeError(f"compute() must return a History; got {type(h).__name__}")
     h.cached = False
@@ -553,7 +545,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
                           f"but not saved to {root} (ATTN_CACHE=off disables the cache)",
                           RuntimeWarning, stacklevel=2)
     if verbose and cap is not None:
-        _say(f"[smoke] {shown}: at most {cap} steps (ATTN_MAX_STEPS), not cached")
+        print(wrap_line(f"[smoke] {shown}: at most {cap} steps (ATTN_MAX_STEPS), not cached"))
     elif verbose:
-        _say(f"[cache] {shown}: computed in {h.seconds:.0f} s" + (" (saved)" if saved else ""))
+        print(wrap_line(f"[cache] {shown}: computed in {h.seconds:.0f} s"
+                        + (" (saved)" if saved else "")))
     return h

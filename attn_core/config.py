@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import textwrap
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -266,6 +267,16 @@ def set_seed(seed: int) -> None:
 #: window: 688 px of 14 px monospace; a 79-character line is 10 px too wide, measured).
 #: The package's own report lines ([cache], [stored], checkers) are wrapped to it.
 LINE_WIDTH = 77
+
+
+def wrap_line(text: str) -> str:
+    """``text`` with each of its lines wrapped to :data:`LINE_WIDTH` (continuations indented
+    two spaces, never broken at a hyphen: names like ``transformer-learned`` stay whole)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str; got {type(text).__name__}")
+    return "\n".join(textwrap.fill(part, width=LINE_WIDTH, subsequent_indent="  ",
+                                    break_on_hyphens=False)
+                      for part in text.split("\n"))
 
 
 def describe(mode: str | None = None) -> str:

@@ -46,7 +46,6 @@ import math
 import os
 import platform as _platform
 import sys
-import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +55,7 @@ import torch
 
 from .cache import _read_entry, atomic_write, save_history
 from .checks import check_int
-from .config import LINE_WIDTH, env_max_steps, env_stored, get_mode
+from .config import env_max_steps, env_stored, get_mode, wrap_line
 from .training import History, _eval_schedule
 
 __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOKENS",
@@ -489,9 +488,8 @@ def stored_run(config, live: int = 1) -> History:
         # One short line for the reader; how close (report.describe()) is on h.check, and
         # the setup page explains the check.
         how = "bitwise" if report.bitwise else "within the spread"
-        shown = getattr(config, "display_name", config.cache_name)()
-        print(textwrap.fill(f"[stored] {shown}: {which} of {n} retrained, match {how}",
-                            width=LINE_WIDTH, subsequent_indent="  "))
+        print(wrap_line(f"[stored] {config.display_name()}: {which} of {n} retrained, "
+                        f"match {how}"))
     h.stored = True
     h.live = now
     return h

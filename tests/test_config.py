@@ -206,3 +206,16 @@ def test_a_preset_smoke_function_applies_only_in_a_smoke_run(monkeypatch):
     assert Preset(fast=C(), full=C()).get("fast").seeds == (0, 1, 2, 3)   # no smoke: kept
     with pytest.raises(ValueError, match="n must be an int >= 1"):
         config.first_seeds(0)
+
+
+def test_wrap_line_wraps_each_line_to_the_column_and_keeps_names_whole():
+    from attn_core.config import LINE_WIDTH, wrap_line
+
+    text = "[stored] transformer-learned, uniform attention: " + "word " * 20 + "\nshort"
+    out = wrap_line(text).splitlines()
+    assert max(map(len, out)) <= LINE_WIDTH and out[-1] == "short"
+    assert all(line.startswith("  ") for line in out[1:-1])        # continuations indented
+    assert "transformer-learned," in out[0]                         # not broken at a hyphen
+    assert wrap_line("x" * 10) == "x" * 10
+    with pytest.raises(TypeError, match="text must be a str"):
+        wrap_line(3)

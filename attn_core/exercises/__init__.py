@@ -37,13 +37,12 @@ usual comparisons.
 from __future__ import annotations
 
 import functools
-import textwrap
 import traceback
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import LINE_WIDTH  # the book's column, in characters
+from ..config import wrap_line
 
 __all__ = ["Wrong", "Result", "checker", "expect_close", "expect_shape", "expect_number",
            "expect_pair", "as_array", "matches", "first_mistake", "variant_table", "CHECKERS"]
@@ -57,8 +56,6 @@ CHECKERS: dict[str, object] = {}
 
 class Wrong(Exception):
     """Raised by a check with the hint for the reader: what is wrong, not the answer."""
-
-
 
 
 @dataclass(frozen=True)
@@ -78,13 +75,9 @@ class Result:
         checker call would otherwise show ``Result(...)`` too)."""
 
     def line(self) -> str:
-        """The checker's printed line, wrapped to the book's column (80 characters; the
-        continuation lines indented)."""
+        """The checker's printed line, wrapped to the book's column (config.wrap_line)."""
         text = f"{_MARK[self.status]} {self.title}"
-        text = f"{text}: {self.message}" if self.message else text
-        return "\n".join(textwrap.fill(part, width=LINE_WIDTH, subsequent_indent="  ",
-                                        break_on_hyphens=False)
-                          for part in text.split("\n"))
+        return wrap_line(f"{text}: {self.message}" if self.message else text)
 
 
 def checker(title: str):
