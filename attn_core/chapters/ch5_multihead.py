@@ -644,7 +644,7 @@ def rescue_prediction(rate, k: int) -> tuple[float, float, float]:
     """``1 − (1 − p)^K`` for the rate ``(p, low, high)``, with the interval carried through
     (the map is increasing in p, so the ends map to the ends)."""
     k = check_int("k", k)
-    return tuple(float(1 - (1 - p) ** k) for p in rate)
+    return tuple(float(rescue_curve(p, [k])[0]) for p in rate)
 
 
 def verdict_agreement(final_acc, good: float) -> dict:
