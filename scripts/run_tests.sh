@@ -65,7 +65,7 @@ stage "1/3 unit tests (2 processes)"
 # ATTN_WORKERS=1: the two test processes already fill both cores (the engine tests that
 # compare worker counts ask for workers=2 themselves). Measured: running them alongside the
 # book build instead, even at the lowest priority, made the two together 65 s slower.
-timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 \
+timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 --durations=25 \
     -m "not browser and not colab and not book and not jupyterlab" tests
 
 stage "2/3 strict book build (-W -n --keep-going; notebooks executed one per core)"
@@ -79,7 +79,7 @@ stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), s
 # ATTN_* variables.
 timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     ATTN_MODE=full ATTN_MAX_STEPS=2 \
-    python -m pytest -ra -n 2 --dist loadfile --nbval-lax \
+    python -m pytest -ra -n 2 --durations=15 --dist loadfile --nbval-lax \
     notebooks/05_multihead.ipynb notebooks/03_ibm1.ipynb tests/test_colab_rehearsal.py \
     notebooks/04_permutation_copy.ipynb notebooks/06_transformer.ipynb \
     notebooks/02_sen.ipynb notebooks/01_gated_classifier.ipynb tests/test_browser.py \
