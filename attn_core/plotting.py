@@ -23,6 +23,7 @@ Typical use in a notebook::
 
 from __future__ import annotations
 
+import base64
 import io
 import warnings
 from collections.abc import Callable, Sequence
@@ -95,19 +96,25 @@ def set_style() -> None:
 def _text_artists(fig: Figure):
     from matplotlib.text import Text
 
+    ticks: dict = {}          # per axes, its tick labels (asked once: each ask re-ticks)
     for t in fig.findobj(Text):
         if not t.get_visible() or not t.get_text().strip():
             continue
         # tick labels of ticks outside the axis range are never drawn
         ax = t.axes
-        if ax is not None and t in ax.get_xticklabels() + ax.get_yticklabels():
-            x, y = t.get_position()
-            lo_x, hi_x = sorted(ax.get_xlim())
-            lo_y, hi_y = sorted(ax.get_ylim())
-            if t in ax.get_xticklabels() and not lo_x - 1e-9 <= x <= hi_x + 1e-9:
-                continue
-            if t in ax.get_yticklabels() and not lo_y - 1e-9 <= y <= hi_y + 1e-9:
-                continue
+        if ax is not None:
+            if ax not in ticks:
+                ticks[ax] = ({id(x) for x in ax.get_xticklabels()},
+                             {id(y) for y in ax.get_yticklabels()})
+            xs, ys = ticks[ax]
+            if id(t) in xs or id(t) in ys:
+                x, y = t.get_position()
+                lo_x, hi_x = sorted(ax.get_xlim())
+                lo_y, hi_y = sorted(ax.get_ylim())
+                if id(t) in xs and not lo_x - 1e-9 <= x <= hi_x + 1e-9:
+                    continue
+                if id(t) in ys and not lo_y - 1e-9 <= y <= hi_y + 1e-9:
+                    continue
         yield t
 
 
@@ -125,6 +132,13 @@ def rendered_text_pt(fig: Figure, *, dpi: int | None = None) -> dict:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     width_px = fig.get_tightbbox(renderer).width * dpi + 2 * 0.1 * dpi  # savefig's pad
+    return _text_pt(fig, width_px, dpi)
+
+
+def _text_pt(fig: Figure, width_px: float, dpi: float) -> dict:
+    """:func:`rendered_text_pt` for a figure already drawn ``width_px`` pixels wide at
+    ``dpi`` (e.g. the PNG that :func:`fig_to_png` or the notebook's formatter just made):
+    no second drawing."""
     texts = list(_text_artists(fig))
     if not texts:
         return {"desktop": float("inf"), "phone": float("inf"), "smallest": ""}
@@ -135,6 +149,26 @@ def rendered_text_pt(fig: Figure, *, dpi: int | None = None) -> dict:
            for where, col in COLUMN_PX.items()}
     out["smallest"] = small.get_text()[:40]
     return out
+
+
+def _png_width_dpi(data) -> tuple[int, float | None]:
+    """A PNG's width in pixels and its resolution in dots per inch (its pHYs chunk, which
+    matplotlib writes; None without one). ``data``: the bytes, or their base64 text."""
+    if isinstance(data, str):
+        data = base64.b64decode(data)
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG image")
+    width = int.from_bytes(data[16:20], "big")
+    at = 8
+    while at + 8 <= len(data):
+        length = int.from_bytes(data[at:at + 4], "big")
+        kind = data[at + 4:at + 8]
+        if kind == b"pHYs" and data[at + 16] == 1:        # unit: metres
+            return width, round(int.from_bytes(data[at + 8:at + 12], "big") * 0.0254, 1)
+        if kind == b"IDAT":
+            break
+        at += 12 + length
+    return width, None
 
 
 def _record_text_size_in_ipython() -> None:
@@ -174,7 +208,12 @@ def _wrap_png_formatter(ip) -> None:
         data = draw(fig, *args, **kwargs)
         if data is None:
             return None
-        sizes = rendered_text_pt(fig)
+        png = data[0] if isinstance(data, tuple) else data
+        try:                # measured on the PNG just made: the figure is not drawn again
+            width, dpi = _png_width_dpi(png)
+            sizes = _text_pt(fig, width, dpi or DPI)
+        except (ValueError, TypeError, IndexError):
+            sizes = rendered_text_pt(fig)
         meta = {"attn_text_pt": {k: v for k, v in sizes.items()
                                  if k != "smallest" and v != float("inf")},
                 "attn_smallest_text": sizes["smallest"]}
@@ -285,7 +324,7 @@ def figure_slider(
             )
         try:
             frames.append(fig_to_png(fig))
-            sizes = rendered_text_pt(fig)
+            sizes = _text_pt(fig, _png_width_dpi(frames[-1])[0], DPI)
             smallest = {w: min(smallest[w], sizes[w]) for w in COLUMN_PX}
         finally:
             plt.close(fig)

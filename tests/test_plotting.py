@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import io
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -194,3 +197,69 @@ def test_heatmap_ticks_sit_on_whole_rows_and_columns(shape):
         shown = [t for t in ticks if -0.5 <= t <= n - 0.5]
         assert shown and all(float(t).is_integer() for t in shown), ticks
     plt.close(fig)
+
+
+def _layout(shape, fontsize):
+    fig, axes = plt.subplots(*shape, figsize=(3.0 * shape[1] + 1.6, 2.6 * shape[0]))
+    for ax in getattr(axes, "flat", [axes]):
+        ax.plot(range(10), label="a line")
+        ax.set_title("a title", fontsize=fontsize + 2)
+        ax.set_xlabel("step")
+        ax.tick_params(labelsize=fontsize)
+        ax.legend(fontsize=fontsize + 1)
+    return fig
+
+
+def test_png_width_and_dpi_are_read_from_the_png():
+    set_style()
+    fig = _layout((1, 2), 10)
+    png = fig_to_png(fig)
+    width, dpi = plotting._png_width_dpi(png)
+    assert width == plt.imread(io.BytesIO(png)).shape[1]
+    assert dpi == plotting.DPI
+    assert plotting._png_width_dpi(base64.b64encode(png).decode()) == (width, dpi)
+    with pytest.raises(ValueError, match="not a PNG"):
+        plotting._png_width_dpi(b"GIF89a" + png[6:])
+
+
+@pytest.mark.parametrize("shape, fontsize", [((1, 1), 12), ((1, 3), 12), ((2, 2), 7)])
+def test_text_size_from_the_png_is_the_text_size_of_a_fresh_drawing(shape, fontsize):
+    set_style()
+    fig = _layout(shape, fontsize)
+    png = fig_to_png(fig)
+    fast = plotting._text_pt(fig, plotting._png_width_dpi(png)[0], plotting.DPI)
+    slow = plotting.rendered_text_pt(fig)
+    assert fast["smallest"] == slow["smallest"]
+    for where in plotting.COLUMN_PX:
+        assert fast[where] == pytest.approx(slow[where], abs=0.02)
+    # three panels in a row, or 7-pt ticks, come out below the book's bound on a phone
+    assert (fast["phone"] < plotting.MIN_TEXT_PT) == (shape != (1, 1))
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_the_notebook_formatter_records_each_figures_text_size(as_text):
+    from IPython.core.formatters import PNGFormatter
+
+    class Shell:          # what _wrap_png_formatter uses of IPython's shell
+        class display_formatter:
+            formatters = {"image/png": PNGFormatter()}
+
+    made = []
+
+    def inline(fig):          # the inline backend's formatter: PNG bytes or base64 text
+        made.append(fig_to_png(fig))
+        return base64.b64encode(made[-1]).decode() if as_text else made[-1]
+
+    png_formatter = Shell.display_formatter.formatters["image/png"]
+    png_formatter.for_type(matplotlib.figure.Figure, inline)
+    plotting._wrap_png_formatter(Shell)
+    plotting._wrap_png_formatter(Shell)          # wrapped once, however often it is applied
+    set_style()
+    fig = _layout((1, 3), 12)
+    data, meta = png_formatter(fig)
+    assert len(made) == 1 and data == (base64.b64encode(made[0]).decode() if as_text
+                                       else made[0])
+    slow = plotting.rendered_text_pt(fig)
+    for where in plotting.COLUMN_PX:
+        assert meta["attn_text_pt"][where] == pytest.approx(slow[where], abs=0.02)
+    assert meta["attn_smallest_text"] == slow["smallest"]
