@@ -135,8 +135,9 @@ def _finite(x):
     return x if math.isfinite(x) else None
 
 
-def one_platform(upto: int | None, live: bool = True) -> dict:
-    """This process's platform: every live check and every changed model (see the module)."""
+def one_platform(upto: int | None, live: bool = True, changed: bool = True) -> dict:
+    """This process's platform: every live check (``live``) and every changed model
+    (``changed``; see the module)."""
     out = {"platform": stored.platform(), "upto": upto, "live": [], "changed": []}
     t0 = time.time()
     if live:
@@ -149,7 +150,7 @@ def one_platform(upto: int | None, live: bool = True) -> dict:
             out["live"].append({**_row(verdict), "envelope_ratio": envelope.ratio})
             print(f"[matrix] {'ok  ' if verdict.ok else 'FAIL'} {check.name}: "
                   f"{verdict.describe()}", flush=True)
-    for ref in reference_checks():
+    for ref in reference_checks() if changed else []:
         cfg = ref.config.first_members(ref.live)
         for name, change in changes_for(cfg).items():
             with stored.step_cap(upto):
@@ -172,13 +173,15 @@ def one_platform(upto: int | None, live: bool = True) -> dict:
     return out
 
 
-def run_platform(name: str, env: dict, upto: int | None, live: bool = True) -> dict:
+def run_platform(name: str, env: dict, upto: int | None, live: bool = True,
+                 changed: bool = True) -> dict:
     """:func:`one_platform` in a fresh process with platform ``name``'s environment."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         cmd = [sys.executable, __file__, "--one", str(out)]
         cmd += ["--upto", "0" if upto is None else str(upto)]
         cmd += [] if live else ["--no-live"]
+        cmd += [] if changed else ["--no-changed"]
         full_env = {**os.environ, "ATTN_MODE": "fast", "ATTN_WORKERS": "1", **env}
         # two threads beside another process on two cores: let idle OpenMP threads sleep
         # instead of spinning (the numbers do not depend on it; the time does)
@@ -202,7 +205,7 @@ def summary(results: list[dict]) -> tuple[bool, str]:
         live_ok = all(c["ok"] for c in r["live"])
         caught = sum(not c["ok"] for c in r["changed"])
         lr = max((c["envelope_ratio"] for c in r["live"]), default=0.0)
-        cr = min(c["envelope_ratio"] for c in r["changed"])
+        cr = min((c["envelope_ratio"] for c in r["changed"]), default=math.inf)
         worst_live, least_changed = max(worst_live, lr), min(least_changed, cr)
         ok &= live_ok and caught == len(r["changed"])
         p = r["platform"]
@@ -224,10 +227,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write every platform's results here")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--no-live", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-changed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.upto = None if args.upto == 0 else args.upto
     if args.one:
-        Path(args.one).write_text(json.dumps(one_platform(args.upto, not args.no_live)))
+        Path(args.one).write_text(json.dumps(one_platform(args.upto, not args.no_live,
+                                                          not args.no_changed)))
         return 0
     plats = platforms()
     names = args.platform or list(plats)

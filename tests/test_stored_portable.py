@@ -4,8 +4,10 @@ process -- every live check of chapters 4-6 passes within its measured envelope,
 changed model (a learning rate 1 % off, another initialisation or data seed, the biases
 dropped or the layer norm moved, no end token, another evaluation set) fails it, against
 chapter 4's control and chapter 6's small positions. Each platform trains the first
-``UPTO`` steps (scripts/platform_matrix.py); "native-1", the reader's default, trains only
-the changed models here, since the strict book build runs its live checks in full."""
+``UPTO`` steps (scripts/platform_matrix.py). Here "native-1", the reader's default, trains
+only the changed models (the strict book build runs its live checks in full) and every
+other platform only the live checks; ``python scripts/platform_matrix.py`` trains both on
+every platform and prints the margin."""
 
 from __future__ import annotations
 
@@ -25,19 +27,28 @@ PLATFORMS = matrix.platforms()
 
 @pytest.mark.parametrize("name", list(PLATFORMS))
 def test_every_live_check_passes_and_every_changed_model_fails(name):
-    result = matrix.run_platform(name, PLATFORMS[name], matrix.UPTO, live=name != "native-1")
+    # the changed models are trained once, on the reader's default platform (a change lands
+    # 20+ envelopes away, the platforms differ by under one: scripts/platform_matrix.py
+    # trains them on every platform); the live checks on every other platform, native-1's
+    # in the strict book build
+    native = name == "native-1"
+    result = matrix.run_platform(name, PLATFORMS[name], matrix.UPTO, live=not native,
+                                 changed=native)
     print(result["log"])
     failed = [c for c in result["live"] if not c["ok"]]
     assert not failed, f"{name}: live checks beyond their envelope: {failed}"
-    assert name == "native-1" or len(result["live"]) == 18
     missed = [c["change"] for c in result["changed"] if c["ok"]]
     assert not missed, f"{name}: changed models that pass the check: {missed}"
-    assert len(result["changed"]) == 2 * (len(matrix.CHANGES) + 1)
-    worst = max((c["envelope_ratio"] for c in result["live"]), default=0.0)
-    least = min(c["envelope_ratio"] for c in result["changed"])
-    assert least > 1 >= worst
-    print(f"{name}: largest live ratio {worst:.3g}, smallest changed {least:.3g}, "
-          f"margin {least / worst if worst else math.inf:.3g}x")
+    if native:
+        assert not result["live"] and len(result["changed"]) == 2 * (len(matrix.CHANGES) + 1)
+        least = min(c["envelope_ratio"] for c in result["changed"])
+        assert least > 1
+        print(f"{name}: smallest changed-model ratio {least:.3g}")
+    else:
+        assert len(result["live"]) == 18 and not result["changed"]
+        worst = max(c["envelope_ratio"] for c in result["live"])
+        assert worst <= 1
+        print(f"{name}: largest live ratio {worst:.3g}")
 
 
 def test_the_matrix_covers_the_capabilities_of_this_cpu():
