@@ -99,3 +99,37 @@ def test_index_of_finds_an_evaluation_and_maps_the_budget_in_a_smoke_run(monkeyp
     assert h.index_of(300) == 2                       # past the cap: the last evaluation
     with pytest.raises(ValueError, match="got 3"):
         h.index_of(3)                                 # below the cap: not evaluated
+
+
+def _chapter_presets():
+    import importlib
+    from attn_core.config import Preset
+    names = ["ch1_gated", "ch2_sen", "ch3_ibm1", "ch4_copy", "ch5_multihead",
+             "ch6_transformer"]
+    for name in names:
+        module = importlib.import_module(f"attn_core.chapters.{name}")
+        for attr, value in vars(module).items():
+            if isinstance(value, Preset) and value.smoke is not None:
+                yield f"{name}.{attr}", value
+
+
+@pytest.mark.parametrize("mode", ["fast", "full"])
+def test_every_chapters_smoke_preset_is_a_valid_config_at_the_same_shapes(monkeypatch, mode):
+    """A preset's smoke function makes a config the chapter can build (its own checks run
+    in __post_init__), with fewer or as many members, and its model at the same shapes."""
+    import dataclasses
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    presets = dict(_chapter_presets())
+    assert len(presets) >= 10
+    for name, preset in presets.items():
+        whole = preset.fast if mode == "fast" else preset.full
+        cut = preset.get(mode)                       # raises if the smoke config is invalid
+        assert type(cut) is type(whole), name
+        if hasattr(whole, "seeds"):
+            assert 1 <= len(cut.seeds) <= len(whole.seeds), name
+            assert tuple(cut.seeds) == tuple(whole.seeds)[:len(cut.seeds)], name
+        shapes = ("length", "vocab", "embed", "hidden", "dim", "d_model", "heads", "d_ff",
+                  "batch_size", "steps", "copy")
+        for field in dataclasses.fields(whole):
+            if field.name in shapes:
+                assert getattr(cut, field.name) == getattr(whole, field.name), (name, field)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..checks import check_choice, check_int, check_real, check_real_array
-from ..config import Preset
+from ..config import Preset, first_seeds
 from ..data import KeywordTask
 from ..metrics import keyword_probe
 from ..models import ATTENTION_MODES, AttentionClassifier
@@ -124,6 +124,7 @@ class KeywordConfig(Experiment):
 KEYWORD_ATTENTION = Preset(
     fast=KeywordConfig(steps=150),
     full=KeywordConfig(embed=128, hidden=128, steps=400, seeds=tuple(range(10)), lr=0.5),
+    smoke=first_seeds(2),   # a smoke run: its first two seeds, same shapes
 )
 
 #: G6 -- attention frozen uniform, trained long: the last state overtakes the keyword's own.
@@ -131,6 +132,7 @@ KEYWORD_UNIFORM = Preset(
     fast=KeywordConfig(attention="uniform", steps=600, eval_every=20),
     full=KeywordConfig(attention="uniform", embed=128, hidden=128, steps=4000, eval_every=20,
                        seeds=tuple(range(10)), lr=0.5),
+    smoke=first_seeds(2),   # a smoke run: its first two seeds, same shapes
 )
 
 

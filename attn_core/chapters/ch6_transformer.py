@@ -55,7 +55,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from .. import plotting
-from ..config import Preset, env_stored
+from ..config import Preset, env_stored, first_seeds
 from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
                       check_token_ids)
 from ..data import CopyTask
@@ -525,6 +525,7 @@ TRANSFORMER_BASE = Preset(
     full=TransformerCopyConfig(length=40, d_model=128, heads=4, d_ff=256, batch_size=128,
                                eval_every=10, eval_batch_size=128,
                                seeds=tuple(range(20))),
+    smoke=first_seeds(2),   # a smoke run: its first two seeds, same shapes
 )
 
 #: The chapter's stored sweep: condition name -> (fields of TRANSFORMER_BASE.fast, task),
