@@ -44,10 +44,14 @@ start=$SECONDS
 # (one per core; jupyter-cache's parallel executor), into the cache jupyter-book reads next.
 # The longest chapters go first so the cores finish together. A notebook that fails here is
 # not cached: stage 2 executes it again and reports the error.
-python scripts/execute_notebooks.py _build/.jupyter_cache
+kernel_noise="Kernel is running over TCP without encryption"   # ipykernel's, per kernel
+_attn_drop_stderr "$kernel_noise" python scripts/execute_notebooks.py _build/.jupyter_cache
 executed=$SECONDS
-# Stage 2: render the book (notebooks come from the cache).
-jupyter-book build . "${extra[@]}" "$@"
+# Stage 2: render the book (notebooks come from the cache). Quiet (-q): Sphinx's warnings
+# and errors, not its per-page progress; ATTN_BUILD_VERBOSE=1 shows that too.
+quiet=(-q)
+[ "${ATTN_BUILD_VERBOSE:-0}" = 1 ] && quiet=()
+_attn_drop_stderr "$kernel_noise" jupyter-book build . "${quiet[@]}" "${extra[@]}" "$@"
 echo "$mode" > _build/.attn_mode
 echo "$code_stamp" > _build/.attn_code_stamp
 echo "[build] stage times: execute notebooks $((executed - start)) s," \

@@ -19,6 +19,7 @@ training processes share two vCPUs.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -35,10 +36,10 @@ from nbclient_wakeup import install as install_wakeup  # noqa: E402 (this script
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, two
-#: notebooks at a time (seconds, measured 2026-11-24 on an 86-90 GFLOP/s core, chapters 4 and
-#: 5 with their stored runs): the longest go first, so the two cores finish together.
-MEASURED_SECONDS = {"05_multihead": 125, "04_permutation_copy": 102, "02_sen": 90,
-                    "03_ibm1": 53, "06_transformer": 50, "01_gated_classifier": 25}
+#: notebooks at a time (seconds, measured 2026-11-26 on a 90 GFLOP/s core, chapters 4-6 with
+#: their stored runs): the longest go first, so the two cores finish together.
+MEASURED_SECONDS = {"04_permutation_copy": 100, "02_sen": 79, "03_ibm1": 72,
+                    "05_multihead": 67, "06_transformer": 54, "01_gated_classifier": 32}
 TIMEOUT = 1200  # seconds per cell, as _config.yml's execute.timeout
 
 
@@ -55,6 +56,31 @@ def workers_per_notebook(n_notebooks: int, cores: int, cpu_count: int) -> int:
     n_notebooks, cores, cpu_count = (check_int(name, value) for name, value in (
         ("n_notebooks", n_notebooks), ("cores", cores), ("cpu_count", cpu_count)))
     return max(1, cores // min(cpu_count, n_notebooks))
+
+
+#: A chapter's claims summary (attn_core.claims.Claims.assert_all), as printed.
+CLAIMS_LINE = re.compile(r"(all \d+ claims of .+ hold\b.*|smoke run \(ATTN_MAX_STEPS=\d+\): the "
+                         r"\d+ claims of .+ were not checked.*)")
+
+
+def report(cache, executed: list[str]) -> list[str]:
+    """One line per notebook executed now: its name, seconds and claims summary (or that it
+    printed none), read back from the cache."""
+    records = {r.uri: r for r in cache.list_cache_records()}
+    lines = []
+    for uri in sorted(executed, key=lambda u: Path(u).name):
+        record = records.get(uri)
+        if record is None:
+            continue
+        nb = cache.get_cache_bundle(record.pk).nb
+        text = "\n".join("".join(o.get("text", "")) for c in nb.cells if c.cell_type == "code"
+                         for o in c.get("outputs", []))
+        found = [m.group(0).strip() for m in CLAIMS_LINE.finditer(text)]
+        seconds = record.data.get("execution_seconds")
+        lines.append(f"{Path(uri).stem}: "
+                     + ("" if seconds is None else f"{seconds:.0f} s; ")
+                     + (found[-1] if found else "no claims summary printed"))
+    return lines
 
 
 def main() -> int:
@@ -74,6 +100,8 @@ def main() -> int:
     result = load_executor("local-parallel", cache=cache).run_and_cache(timeout=TIMEOUT)
     print(f"[execute] {len(result.succeeded)} executed, {len(result.excepted)} failed, "
           f"{len(result.errored)} errored, in {time.perf_counter() - t0:.0f} s")
+    for line in report(cache, result.succeeded):
+        print(f"[execute] {line}")
     for nb in result.excepted + result.errored:
         print(f"[execute] FAILED: {nb} (jupyter-book will run it again and show the error)")
     return 0

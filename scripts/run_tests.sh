@@ -69,7 +69,12 @@ timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 --durations=25 \
     -m "not browser and not colab and not book and not jupyterlab" tests
 
 stage "2/3 strict book build (-W -n --keep-going; notebooks executed one per core)"
-timed "book build" bash scripts/build_book.sh -W -n --keep-going --all
+# its output is also kept in _build/build.log, which tests/test_built_book.py reads (a quiet
+# build: stages, claims summaries and times, no per-page progress or kernel notices)
+mkdir -p _build
+timed "book build" bash -o pipefail -c \
+    'bash scripts/build_book.sh -W -n --keep-going --all 2>&1 | tee _build/build.log'
+
 
 stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), side by side"
 # One pytest run over the three, the longest files first (measured on the 2-core machine,

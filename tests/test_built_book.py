@@ -123,3 +123,20 @@ def test_the_checks_catch_what_they_look_for():
                       (legend, "object repr"), (path, "machine path")):
         problems = page_check.notebook_problems(nb_with([bad]))
         assert len(problems) == 1 and word in problems[0], (word, problems)
+
+
+def test_the_build_log_is_quiet_and_reports_each_chapters_claims():
+    """The test command keeps the strict build's output in _build/build.log: stages, each
+    chapter's seconds and claims summary, the times -- no per-page progress, no kernel or
+    pip notices (issue #32)."""
+    log = BUILD / "build.log"
+    if not log.exists():
+        pytest.skip("no _build/build.log: the test command (scripts/run_tests.sh) writes it")
+    text = log.read_text()
+    noise = ["Kernel is running over TCP", "reading sources...", "writing output...",
+             "copying images...", "is ignored: it is neither a file nor a directory"]
+    assert not [n for n in noise if n in text], [n for n in noise if n in text]
+    for nb in NOTEBOOKS:
+        assert re.search(rf"\[execute\] {nb.stem}: \d+ s; all \d+ claims of .+ hold", text), \
+            f"no claims summary for {nb.stem} in the build log"
+    assert re.search(r"\[build\] stage times: execute notebooks \d+ s", text)

@@ -24,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 from datetime import date
 from pathlib import Path
 
@@ -409,3 +410,56 @@ def test_contributing_paths_in_the_text_exist():
 ])
 def test_a_command_that_is_not_real_is_caught(command, problem):
     assert any(problem in p for p in command_problems(command)), command_problems(command)
+
+
+def test_the_quiet_filter_drops_only_its_lines_and_keeps_the_exit_status():
+    """scripts/env.sh's _attn_drop_stderr (the build's and the installs' filter): the
+    matching stderr lines go, every other line and stdout stay, the status is the
+    command's."""
+    script = textwrap.dedent("""
+        source scripts/env.sh >/dev/null 2>&1 || true
+        noisy() { echo kept-out; echo "Kernel is running over TCP without encryption." >&2
+                  echo kept-err >&2; return 7; }
+        _attn_drop_stderr "Kernel is running over TCP" noisy
+        echo "status=$?"
+        _attn_drop_stderr "nothing matches" true
+        echo "status=$?"
+    """)
+    r = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert r.stdout.split() == ["kept-out", "status=7", "status=0"], r.stdout + r.stderr
+    assert "kept-err" in r.stderr and "Kernel is running" not in r.stderr, r.stderr
+
+
+def test_the_executor_reports_each_notebooks_claims_summary(tmp_path):
+    """execute_notebooks.report: one line per notebook executed, with its claims summary
+    (or 'no claims summary printed'), read back from the execution cache."""
+    import importlib.util
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    spec = importlib.util.spec_from_file_location(
+        "execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    cache = get_cache(str(tmp_path / "cache"))
+    uris = []
+    for name, printed in [("a", "all 3 claims of Chapter 9 hold: 3 findings"),
+                          ("b", "smoke run (ATTN_MAX_STEPS=2): the 4 claims of Chapter 8 "
+                                "were not checked -- plumbing"),
+                          ("c", "all good, no table")]:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(f"print({name!r})", outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text=f"x\n{printed}\n")])]
+        path = tmp_path / f"{name}.ipynb"
+        nbformat.write(nb, path)
+        cache.cache_notebook_bundle(CacheBundleIn(nb, str(path),
+                                                  data={"execution_seconds": 12.4}),
+                                    check_validity=False)
+        uris.append(str(path))
+    lines = ex.report(cache, uris)
+    assert lines == ["a: 12 s; all 3 claims of Chapter 9 hold: 3 findings",
+                     "b: 12 s; smoke run (ATTN_MAX_STEPS=2): the 4 claims of Chapter 8 were "
+                     "not checked -- plumbing",
+                     "c: 12 s; no claims summary printed"]
