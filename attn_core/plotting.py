@@ -275,6 +275,8 @@ def figure_slider(
     -----
     Every frame is embedded in the page (about 40 KB for a 5x3-inch figure at 100 dpi);
     a :class:`UserWarning` is issued when the total exceeds :data:`FRAME_BUDGET_BYTES`.
+    In a smoke run (``ATTN_MAX_STEPS``), never published, only the first and last values
+    are drawn.
     """
     import ipywidgets as widgets  # imported here: attn_core itself does not need a frontend
 
@@ -311,6 +313,11 @@ def figure_slider(
             )
     if len(set(labels)) != len(labels):
         raise ValueError("labels (or str(values) when labels is None) must be distinct")
+    from .config import env_max_steps
+    if env_max_steps() is not None and len(values) > 2:
+        # a smoke run (ATTN_MAX_STEPS) proves plumbing and is never published: its slider
+        # draws the first and last values (the code path of every frame, at two values)
+        values, labels = [values[0], values[-1]], [labels[0], labels[-1]]
 
     frames: list[bytes] = []
     smallest = {where: float("inf") for where in COLUMN_PX}

@@ -263,3 +263,20 @@ def test_the_notebook_formatter_records_each_figures_text_size(as_text):
     for where in plotting.COLUMN_PX:
         assert meta["attn_text_pt"][where] == pytest.approx(slow[where], abs=0.02)
     assert meta["attn_smallest_text"] == slow["smallest"]
+
+
+def test_a_smoke_run_draws_the_first_and_last_frames_only(monkeypatch):
+    drawn = []
+
+    def draw(v):
+        drawn.append(v)
+        return _draw(v)
+
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    slider, stack = _parts(figure_slider([1, 2, 3, 4], draw, labels=["a", "b", "c", "d"]))
+    assert drawn == [1, 4] and list(slider.options) == ["a", "d"]
+    assert len(stack.children) == 2
+    monkeypatch.delenv("ATTN_MAX_STEPS")
+    drawn.clear()
+    slider, stack = _parts(figure_slider([1, 2, 3, 4], draw))
+    assert drawn == [1, 2, 3, 4] and len(stack.children) == 4
