@@ -360,7 +360,7 @@ def test_a_smoke_run_screens_one_round_labelled_by_rank(monkeypatch, capsys):
     monkeypatch.setenv("ATTN_MAX_STEPS", "2")
     cfg = RESCUE.get()
     assert (cfg.n_candidates, cfg.max_candidates, cfg.n_combinations, cfg.n_random) == (
-        RESCUE.full.k_combo + 1, None, 2, 2)
+        RESCUE.full.k_combo + 1, None, 1, 1)
     assert cfg.copy == RESCUE.full.copy and cfg.data_seeds == RESCUE.full.data_seeds[:2]
     first = cfg.candidate_offset
     calls = _fake_screen(monkeypatch, lambda h: 0.02 + 0.001 * ((h - first) % 5))
