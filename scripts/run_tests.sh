@@ -77,18 +77,16 @@ timed "book build" bash -o pipefail -c \
 
 
 stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), side by side"
-# One pytest run over the three, the longest files first (measured on the 2-core machine,
-# one worker each: the smoke runs of chapter 5 ~85 s and chapter 3 ~50 s, the rehearsal
-# ~50 s, the rest 10-30 s): the browser check mostly waits on Chromium, so the two
-# processes share the cores better than three stages in a row. The rehearsal sets its own
-# ATTN_* variables.
+# One pytest run over them, the longest first (measured 2026-11-26 on a 97 GFLOP/s core, one
+# worker each: the smoke runs of chapter 5 ~72 s, chapter 4 ~65 s, chapter 3 ~50 s; the
+# browser check ~65 s, mostly waiting on Chromium, so it goes early beside the heavy
+# notebooks; the rehearsal ~37 s, the rest 5-30 s). The rehearsal sets its own ATTN_*.
 timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     ATTN_MODE=full ATTN_MAX_STEPS=2 \
     python -m pytest -ra -n 2 --durations=15 --dist loadfile --nbval-lax \
-    notebooks/05_multihead.ipynb notebooks/03_ibm1.ipynb tests/test_colab_rehearsal.py \
-    notebooks/04_permutation_copy.ipynb notebooks/06_transformer.ipynb \
-    notebooks/02_sen.ipynb tests/test_browser.py \
-    tests/test_jupyterlab.py tests/test_built_book.py
+    notebooks/05_multihead.ipynb tests/test_browser.py notebooks/04_permutation_copy.ipynb \
+    notebooks/03_ibm1.ipynb tests/test_colab_rehearsal.py notebooks/06_transformer.ipynb \
+    tests/test_jupyterlab.py notebooks/02_sen.ipynb tests/test_built_book.py
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"
