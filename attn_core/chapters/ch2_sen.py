@@ -250,7 +250,7 @@ class SENConfig(_FullBatchSGD):
 SEN_MAIN = Preset(
     fast=SENConfig(lr=1.0, epochs=600, eval_every=20, all_words=True),
     full=SENConfig(lr=0.1, epochs=10000, eval_every=100, seeds=(0, 1, 2, 3, 4), all_words=True),
-    smoke=first_seeds(2),   # a smoke run: its first two seeds, same shapes
+    smoke=first_seeds(2),   # a smoke run: its first two seeds (the chapter compares members)
 )
 
 #: S6 ablation: Attn-TC vs -KF (scores frozen) vs -EF (embeddings frozen), σ²/d = 0.1.
@@ -259,7 +259,7 @@ SEN_ABLATION = Preset(
     fast=SENConfig(classifier="TC", embed_var=0.1, lr=1.0, epochs=400, eval_every=10, eq8=True),
     full=SENConfig(classifier="TC", embed_var=0.1, lr=0.1, epochs=60000, eval_every=100,
                    seeds=(0, 1, 2, 3, 4), eq8=True),
-    smoke=first_seeds(2),   # a smoke run: its first two seeds, same shapes
+    smoke=first_seeds(2),   # a smoke run: its first two seeds (the chapter compares members)
 )
 
 #: S7 trainable query (LMN Appendix B): query entries N(0, σ²), σ² = 0.1, 0.5, 1, 2 -- one
@@ -377,7 +377,7 @@ class PurityConfig(_FullBatchSGD):
 PURITY = Preset(
     fast=PurityConfig(lr=3.0, epochs=500, eval_every=20),
     full=PurityConfig(lr=0.1, epochs=20000, eval_every=100, seeds=(0, 1, 2, 3, 4)),
-    smoke=first_seeds(2),   # a smoke run: its first two seeds, same shapes
+    smoke=first_seeds(2),   # a smoke run: its first two seeds (the chapter compares members)
 )
 
 
@@ -510,7 +510,7 @@ class CNNConfig(_FullBatchSGD):
 SEN_CNN = Preset(
     fast=CNNConfig(n_train=1000, n_test=500, lr=1.0, epochs=200, eval_every=20),
     full=CNNConfig(lr=0.1, epochs=3000, eval_every=50, seeds=tuple(range(10))),
-    smoke=first_seeds(2),   # a smoke run: its first two seeds, same shapes
+    smoke=first_seeds(2),   # a smoke run: its first two seeds (the chapter compares members)
 )
 
 
