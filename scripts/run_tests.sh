@@ -3,14 +3,17 @@
 #
 #   1. unit tests            pytest -n 2 -m "not browser and not colab and not book and not
 #                            jupyterlab" tests  (2 processes),
-#                            the stored results' platform matrix among them (~90 s of it)
+#                            the stored results' platform matrix among them (~50 s of one
+#                            core: tests/test_stored_portable.py)
 #   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors):
 #                            executes the notebooks one per core, training every experiment
-#                            on the engine's worker processes, then renders the HTML
+#                            on the engine's worker processes, then renders the HTML; its
+#                            output is kept in _build/build.log
 #   3. side by side, in one  pytest -n 2 --dist loadfile (a file per process at a time):
 #      pytest run            - the Colab rehearsal: chapter 1 installed the Colab way into a
-#                              fresh environment (scripts/colab_rehearsal.py; fast mode,
-#                              claims asserted);
+#                              fresh environment and run as on a GPU runtime, in full mode
+#                              for two steps a run (scripts/colab_rehearsal.py --smoke):
+#                              chapter 1's full-mode smoke run;
 #                            - the browser check: headless Chromium on step 2's HTML;
 #                            - the built book read back (figure text sizes, no machine
 #                              paths or object reprs: tests/test_built_book.py);
