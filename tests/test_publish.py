@@ -463,3 +463,18 @@ def test_the_executor_reports_each_notebooks_claims_summary(tmp_path):
                      "b: 12 s; smoke run (ATTN_MAX_STEPS=2): the 4 claims of Chapter 8 were "
                      "not checked -- plumbing",
                      "c: 12 s; no claims summary printed"]
+
+
+def test_the_footers_cite_link_reaches_the_intros_how_to_cite_from_every_page():
+    """The footer is the same HTML on every page: its relative link must resolve from the
+    folder of each page in the table of contents, to a section the intro has."""
+    footer = yaml.safe_load((ROOT / "_config.yml").read_text())["html"]["extra_footer"]
+    href = re.search(r'href="([^"]*how-to-cite)"', footer).group(1)
+    target, anchor = href.split("#")
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [toc["root"]] + [e["file"] for e in toc.get("chapters", [])]
+    for page in pages:
+        md = (ROOT / page).parent / target
+        assert md.with_suffix(".md").resolve() == (ROOT / "book" / "intro.md").resolve(), page
+    assert re.search(r"^## How to cite\s*$", (ROOT / "book" / "intro.md").read_text(), re.M)
+    assert anchor == "how-to-cite"
