@@ -6,7 +6,7 @@ dropped or the layer norm moved, no end token, another evaluation set) fails it,
 chapter 4's control and chapter 6's small positions. Each platform trains the first
 ``UPTO`` steps (scripts/platform_matrix.py). Here "native-1", the reader's default, trains
 only the changed models (the strict book build runs its live checks in full) and each
-other capability, at two threads, only the live checks; ``python scripts/platform_matrix.py``
+other CPU capability, at two threads, only the live checks; ``python scripts/platform_matrix.py``
 trains both on every platform, one and two threads, and prints the margin."""
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ _spec.loader.exec_module(matrix)
 
 PLATFORMS = matrix.platforms()
 #: The platforms the test command trains: the reader's default (native-1, the changed models)
-#: and each CPU capability at two threads, which differs from the records' platform in both
-#: the vector code and the reduction order. The one-thread variants of the other capabilities
-#: are trained by ``python scripts/platform_matrix.py`` (run whenever the stored results are
-#: made again: CONTRIBUTING.md), not on every test run.
-CHECKED = [name for name in PLATFORMS if name == "native-1" or name.endswith("-2")]
+#: and each other CPU capability at two threads, which differs from the records' platform in
+#: both the vector code and the reduction order. The capability is what moves the numbers:
+#: in the full matrix of 2026-11-26 (book/setup.md) the two-thread rows gave their one-thread
+#: rows' largest ratio to within 0.01 (native 0.24 vs 0.25, default 0.33 vs 0.33). The other
+#: rows are trained by ``python scripts/platform_matrix.py`` (run whenever the stored results
+#: are made again: CONTRIBUTING.md), not on every test run.
+CHECKED = [name for name in PLATFORMS
+           if name == "native-1" or (name.endswith("-2") and not name.startswith("native"))]
 
 
 @pytest.mark.parametrize("name", CHECKED)
@@ -62,6 +65,7 @@ def test_the_matrix_covers_the_capabilities_of_this_cpu():
     assert {"native-1", "native-2", "default-1", "default-2"} <= names
     capabilities = {n.rsplit("-", 1)[0] for n in names}
     assert {n.rsplit("-", 1)[0] for n in CHECKED} == capabilities     # each one trained
+    assert "native-1" in CHECKED and len(CHECKED) == len(capabilities)
     assert all(PLATFORMS[n]["ATTN_THREADS"] in ("1", "2") for n in names)
 
 
