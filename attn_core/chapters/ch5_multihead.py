@@ -370,8 +370,8 @@ class RescueConfig:
 RESCUE = Preset(
     fast=RescueConfig(control_steps=160, ks=(1, 2, 4), n_combinations=5, n_random=5),
     # a smoke run: one screen round of k_combo + 1 candidates (labelled by rank, see
-    # RescueConfig.labels) on the first two data streams (two, as in fast mode: the code
-    # that compares streams runs) and one run of each combination, at the same shapes
+    # RescueConfig.labels) on the first two data streams (the chapter compares streams)
+    # and one run of each combination, at the same shapes
     smoke=lambda c: replace(c, n_candidates=c.k_combo + 1, max_candidates=None,
                             data_seeds=c.data_seeds[:2], n_combinations=1, n_random=1),
     full=RescueConfig(copy=replace(COPY_BASE.full, cell="gru", head_proj=False, bias=False,
