@@ -35,8 +35,14 @@ Comparisons (``op``): ``"<"``, ``"<="``, ``">"``, ``">="``, ``"=="``, ``"!="`` a
 number; ``"in"`` with ``threshold=(low, high)``, the closed interval ``low <= x <= high``; and
 ``"≈"`` with ``threshold=(target, tol)``, meaning ``|x - target| <= tol`` (up to float rounding,
 1e-12 relative, so ``0.55`` is within ``0.05`` of ``0.5``). A sequence or array of
-measured values (one per seed, say) must pass for *every* element. A NaN never passes any
-comparison, ``"!="`` included.
+measured values (one per seed, say) must pass for *every* element.
+
+A non-finite measurement never passes: NaN, ``inf`` and ``-inf`` fail every comparison,
+``"!="`` and ``">"`` included, and one non-finite element fails a sequence ("every seed
+>= 0.95" fails with one seed at ``inf``). A measured ``inf`` is almost always a division by
+zero or an overflow, not evidence: a claim about a ratio that may legitimately be unbounded
+must say so itself (test the denominator with :meth:`Claims.holds`). The same rule reads an
+``untrained=`` value: a non-finite one fails the test, like any untrained value that fails it.
 """
 
 from __future__ import annotations
@@ -253,7 +259,8 @@ def _check_text(name: str, value) -> str:
 
 
 def _check_measured(value, name: str = "measured"):
-    """``value`` as a bool/int/float scalar, or a tuple of numbers; NaN and inf are kept."""
+    """``value`` as a bool/int/float scalar, or a tuple of numbers; NaN and inf are kept (and
+    shown in the table) but never pass a comparison (:func:`_compare`)."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
         value = value.detach().cpu().numpy()
     if isinstance(value, (bool, np.bool_)):
@@ -343,7 +350,7 @@ def _check_paper(paper) -> str | None:
 
 
 def _compare(values: np.ndarray, op: str, threshold) -> np.ndarray:
-    """Element-wise pass/fail; NaN fails every op."""
+    """Element-wise pass/fail; a non-finite value (NaN, inf, -inf) fails every op."""
     with np.errstate(invalid="ignore"):
         if op == "<":
             ok = values < threshold
@@ -362,7 +369,7 @@ def _compare(values: np.ndarray, op: str, threshold) -> np.ndarray:
         else:  # "≈", forgiving float rounding: 0.55 is within 0.05 of 0.5
             target, tol = threshold
             ok = np.abs(values - target) <= tol + _ROUNDING * max(abs(target), tol)
-    return ok & ~np.isnan(values)
+    return ok & np.isfinite(values)
 
 
 # -------------------------------------------------------------------------------- collector
@@ -395,6 +402,10 @@ class Claims:
     ``rows`` lists every :class:`Claim` in the order checked; ``failed`` the ones that did not
     hold. Several checks may share a catalogue id, but the same (id, statement) twice is an
     error (almost always a copy-paste slip).
+
+    Non-finite measurements always fail: a measured NaN, ``inf`` or ``-inf`` passes no
+    comparison of :meth:`check` (``measured=inf`` fails ``op=">"``; a per-seed list with one
+    ``inf`` fails "every seed >= 0.95"), and the table marks the claim ✗.
     """
 
     def __init__(self, title: str):
@@ -404,7 +415,8 @@ class Claims:
     # ----------------------------------------------------------------------------- recording
     def check(self, id: str, statement: str, *, kind: str, measured, op: str, threshold,
               paper: str | float | None = None, untrained=None) -> Claim:
-        """Record the claim ``measured <op> threshold`` (for every element of a sequence).
+        """Record the claim ``measured <op> threshold`` (for every element of a sequence; a
+        NaN or infinite element fails).
 
         ``kind`` is ``"finding"`` (then ``untrained``, the value an untrained model gives, is
         required and must fail the same test) or ``"identity"``."""

@@ -24,7 +24,9 @@ History schema (all numpy):
 - ``eval_steps``: (E,) -- the steps at which evaluation ran (0 = before training, then every
   ``eval_every`` steps, and the last step)
 - ``metrics[name]``: (S, E) -- the model's evaluation metrics on a fixed held-out batch per member
-- ``probes[name]``: (S, E, ...) -- whatever the probe callables returned
+- ``probes[name]``: (S, E, ...) -- what the probe callables returned, one row per member
+  (checked at every evaluation: a probe must return ``(model.n_members, ...)`` for the model
+  it is given, else the run fails naming the probe)
 - ``model``: the trained S-member model (on the CPU), whichever way it was trained
 
 """
@@ -46,7 +48,7 @@ from tqdm.auto import tqdm
 
 from .checks import check_bool, check_choice, check_int, check_real
 from .config import SEED_SALTS, env_max_steps, env_workers, get_device
-from .stacked import StackedModule, stack_members
+from .stacked import StackedModule, member, stack_members
 
 __all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
 
@@ -76,7 +78,9 @@ INIT_JITTER: contextvars.ContextVar = contextvars.ContextVar("attn_core_init_jit
                                                             default=None)
 
 #: A probe: ``probe(model, eval_batch) -> {name: tensor (S, ...)}``, recorded at every evaluation
-#: as ``History.probes[name]`` (S, E, ...). Names must be unique across a run's probes.
+#: as ``History.probes[name]`` (S, E, ...). S is the given model's ``n_members`` (1 for each
+#: model of a looped run): another first dimension, or a shape that changes between
+#: evaluations, is a ValueError naming the probe. Names must be unique across a run's probes.
 Probe = Callable[[StackedModule, dict], Mapping[str, torch.Tensor]]
 
 
@@ -255,7 +259,8 @@ class Trainer:
                 set drawn from a seed), picks the member's own data set.
             probes: callables ``fn(model, eval_batch) -> {name: tensor (S, ...)}``, each name
                 recorded at every evaluation as ``History.probes[name]`` (S, E, ...); two probes
-                returning the same name is an error.
+                returning the same name is an error, and so is a value whose first dimension
+                is not the given model's ``model.n_members`` (ValueError naming the probe).
             member_kwargs: per-member keyword arguments for ``model_fn``, each a list with one
                 entry per seed (e.g. ``{"head_seeds": [...]}``); sliced like the seeds.
         """
@@ -429,6 +434,7 @@ class Trainer:
         losses = torch.empty(n_members, self.steps)
         metric_log: dict[str, list] = {}
         probe_log: dict[str, list] = {}
+        evaluations: list = []  # one entry per evaluation done
 
         def evaluate():
             model.eval()
@@ -436,13 +442,26 @@ class Trainer:
                 for k, v in model.evaluate(eval_batch).items():
                     metric_log.setdefault(k, []).append(v.detach().float().cpu())
                 seen: set[str] = set()
+                # at the first evaluation, every probe also sees the members in another number
+                twin = _twin(model, eval_batch) if probes and not evaluations else None
+                evaluations.append(True)
                 for fn in probes:
-                    for k, v in fn(model, eval_batch).items():
+                    out = _probe_output(fn, model, eval_batch)
+                    if twin is not None:
+                        _check_twin(fn, out, *twin)
+                    for k, v in out.items():
                         if k in seen:
                             raise ValueError(f"two probes returned the name {k!r}; probe names "
                                              f"must be unique within a run")
                         seen.add(k)
-                        probe_log.setdefault(k, []).append(torch.as_tensor(v).detach().float().cpu())
+                        log = probe_log.setdefault(k, [])
+                        if log and v.shape != log[0].shape:
+                            raise ValueError(
+                                f"probe {_probe_name(fn)} returned {k!r} with shape "
+                                f"{tuple(v.shape)} at this evaluation and "
+                                f"{tuple(log[0].shape)} at the first: a probe's record "
+                                f"keeps one shape (S, ...) through a run")
+                        log.append(v)
             model.train()
 
         model.train()
@@ -467,6 +486,85 @@ class Trainer:
         metrics = {k: torch.stack(v, dim=1).numpy() for k, v in metric_log.items()}
         probe_arrays = {k: torch.stack(v, dim=1).numpy() for k, v in probe_log.items()}
         return model.cpu(), losses.numpy(), metrics, probe_arrays
+
+
+def _probe_name(fn) -> str:
+    """A probe as an error message names it: its qualified name (``ch2_sen.sen_probe.<locals>
+    .probe``), the function a ``functools.partial`` wraps, or its repr."""
+    inner = fn.func if isinstance(fn, functools.partial) else fn
+    name = getattr(inner, "__qualname__", None) or getattr(inner, "__name__", None)
+    return repr(fn) if not isinstance(name, str) else (
+        f"{getattr(inner, '__module__', None) or '?'}.{name}")
+
+
+def _twin(model: StackedModule, batch: dict):
+    """``(model, batch)`` with the same members in another number, for checking the probes at
+    a group's first evaluation: member 0 alone when the group has several (what a looped run
+    gives a probe), else the one member twice (what a batched run gives it). None when the
+    model cannot be split or stacked (nothing to compare with; the shape check still runs)."""
+    try:
+        if model.n_members > 1:
+            return member(model, 0), {k: v[:1] for k, v in batch.items()}
+        return (stack_members([model, model]),
+                {k: torch.cat([v, v]) for k, v in batch.items()})
+    except (TypeError, ValueError, RuntimeError, AttributeError):
+        return None
+
+
+def _check_twin(fn, out: dict, twin_model: StackedModule, twin_batch: dict) -> None:
+    """Probe ``fn``, which returned ``out`` for a group, must return one row per member for
+    the group's :func:`_twin` too, with the same trailing shapes: a probe whose rows do not
+    follow the members (a vector that happens to have S entries, a reduction over members)
+    fails looped and batched alike, instead of recording other numbers in one of them."""
+    n = twin_model.n_members
+    how = "member 0 alone" if n == 1 else "its one member twice"
+    other = _probe_output(fn, twin_model, twin_batch, f" (checked on {how})")
+    for k, v in out.items():
+        if k not in other or tuple(other[k].shape[1:]) != tuple(v.shape[1:]):
+            got = f"shape {tuple(other[k].shape)}" if k in other else "nothing"
+            raise ValueError(
+                f"probe {_probe_name(fn)} returned {k!r} with shape {tuple(v.shape)} for a "
+                f"model of {v.shape[0]} member{'s' if v.shape[0] != 1 else ''} and {got} "
+                f"for {how}: a probe's record of a member must not depend on how many "
+                f"members the model has (looped and batched runs would record different "
+                f"things)")
+
+
+def _probe_output(fn, model: StackedModule, batch: dict,
+                  context: str = "") -> dict[str, torch.Tensor]:
+    """What probe ``fn`` records for ``model``: ``{name: float32 CPU tensor (S, ...)}``.
+
+    Every value must have one row per member of the model it was given: its first dimension
+    is ``model.n_members`` (1 for each model of a looped run, S for a batched one), so that
+    member i's record is row i whichever way the run executes. Anything else -- a scalar, one
+    vector per call, a row per example -- is a ValueError naming the probe and the shapes
+    (it was concatenated into the wrong members' rows, looped and batched disagreeing)."""
+    out = fn(model, batch)
+    if not isinstance(out, Mapping):
+        raise TypeError(f"probe {_probe_name(fn)} must return a dict {{name: tensor (S, ...)}}; "
+                        f"got {type(out).__name__}")
+    n = model.n_members
+    checked = {}
+    for k, v in out.items():
+        if not isinstance(k, str) or not k:
+            raise TypeError(f"probe {_probe_name(fn)} returned the name {k!r}; probe names "
+                            "are non-empty str")
+        try:
+            t = torch.as_tensor(v.detach() if isinstance(v, torch.Tensor) else v)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise TypeError(f"probe {_probe_name(fn)} returned {k!r} as "
+                            f"{type(v).__name__}, not a tensor or array of numbers: {e}") from None
+        if t.is_complex():
+            raise TypeError(f"probe {_probe_name(fn)} returned {k!r} as a complex tensor; "
+                            "probes record real numbers")
+        if t.ndim == 0 or t.shape[0] != n:
+            raise ValueError(
+                f"probe {_probe_name(fn)} returned {k!r} with shape {tuple(t.shape)} for a "
+                f"model of {n} member{'s' if n != 1 else ''}{context}: a probe returns one "
+                f"row per member, shape ({n}, ...) here (the model it is given has "
+                f"model.n_members members: 1 in a looped run, S in a batched one)")
+        checked[k] = t.float().cpu()
+    return checked
 
 
 def _jitter(model: StackedModule, seed: int | None) -> None:

@@ -701,6 +701,28 @@ def test_sen_gap_table_and_sentence_overlap():
         ch2_sen.sentence_overlap(a, a[:, :2])
 
 
+@pytest.mark.parametrize("a, b, err, match", [
+    ([[0, 1], [2]], [[0, 1]], ValueError, "a must be an \\(N, L\\) array of word ids"),
+    ([["x", "y"]], [[0, 1]], TypeError, "a must hold word ids"),
+    ([[0, 1]], [[0.0, np.nan]], ValueError, "b must hold word ids.*got nan"),
+    ([[0, 1]], [[0, np.inf]], ValueError, "b must hold word ids.*got inf"),
+    (np.zeros((0, 2), int), [[0, 1]], ValueError, "a and b must be \\(N, L\\) arrays"),
+    ([[0, 1]], [[0, 1, 2]], ValueError, "a and b must be \\(N, L\\) arrays"),
+    ([[0, 1]], [[1 + 2j, 0]], TypeError, "b must hold word ids"),
+])
+def test_sentence_overlap_refuses_what_is_not_word_ids(a, b, err, match):
+    with pytest.raises(err, match=match):
+        ch2_sen.sentence_overlap(a, b)
+
+
+def test_sentence_overlap_of_tasks_sentences_in_any_dtype():
+    """#35: rows are compared by their ids, so a sentence set and its int32 or float copy
+    overlap fully (they overlapped 0 % when rows were compared by their bytes)."""
+    x = TopicTask(n_nontopic=50, n_train=30, n_test=10).sample()["x"]
+    for y in (x, x.int(), x.double(), x.numpy().astype(np.float32)):
+        assert ch2_sen.sentence_overlap(x, y) == 1.0
+
+
 def test_sen_gap_leaves_out_a_word_without_a_qualifying_point_wherever_it_stands():
     """A topic word whose ‖v‖ never passes 0.1 has no gap (NaN); Python's max over the gaps
     gave NaN when that word came first and a number otherwise (issue #29)."""

@@ -73,10 +73,27 @@ def test_torch_tensor_measured():
     assert not _ok(torch.tensor(0.5, requires_grad=True) * 1, ">", 0.8)
 
 
-def test_infinite_measured_is_compared_not_rejected():
-    assert _ok(math.inf, ">", 1e9)
-    assert not _ok(math.inf, "<", 1e9)
-    assert not _ok(math.inf, "≈", (0.0, 1e9))
+@pytest.mark.parametrize("op, threshold", [
+    ("<", 1.0), ("<=", 1.0), (">", 0.0), (">=", 0.0), ("==", 0.0), ("!=", 0.0),
+    ("in", (-1.0, 1.0)), ("≈", (0.0, 10.0)),
+])
+def test_infinite_measured_is_kept_but_fails_every_op(op, threshold):
+    # #35: a measured inf (a division by zero, an overflow) is not evidence; it passed > and >=
+    for inf in (math.inf, -math.inf, np.float32("inf"), np.float64("-inf")):
+        assert not _ok(inf, op, threshold)
+        assert not _ok([0.5, inf], op, threshold)
+    c = Claims("t")
+    r = c.check("X", "s", kind="identity", measured=[1.0, math.inf, 0.99], op=">=",
+                threshold=0.95)
+    assert r.measured == (1.0, math.inf, 0.99) and r.failing == (1,) and not r.ok
+    assert "[1]=inf" in r.describe() and _row(c.table(), "X").endswith("✗")
+
+
+def test_a_non_finite_untrained_value_fails_like_any_other():
+    c = Claims("t")
+    r = c.check("F", "s", kind="finding", measured=2.0, op=">", threshold=1.0,
+                untrained=[0.5, math.inf])
+    assert r.ok and not r.untrained_passes and r.holds_up
 
 
 # ----------------------------------------------------------------------------- assert_all

@@ -282,3 +282,68 @@ def test_concat_of_two_runs_is_the_run_of_all_their_members():
         History.concat([a, longer])
     with pytest.raises(TypeError, match="non-empty list of History"):
         History.concat([])
+
+
+# ---------------------------------------------------- #35: probe records, one row a member
+def _fit_with(probe, execution, seeds=(0, 1), steps=2):
+    return train(SEQ2SEQ, CopyTask(12), list(seeds), steps=steps, batch_size=4, eval_every=1,
+                 progress=False, execution=execution, workers=1, probes=[probe])
+
+
+def _mean_of_all_members(model, batch):
+    return {"m": model.evaluate(batch)["loss"].mean().reshape(1)}
+
+
+def _pairwise(model, batch):          # (S, S): its trailing shape follows the members
+    loss = model.evaluate(batch)["loss"]
+    return {"d": loss[:, None] - loss[None, :]}
+
+
+def _scalar(model, batch):
+    return {"s": model.evaluate(batch)["loss"].sum()}
+
+
+@pytest.mark.parametrize("execution", ["looped", "batched"])
+@pytest.mark.parametrize("probe, match", [
+    (_mean_of_all_members, r"_mean_of_all_members returned 'm' with shape \(1,\) for a model "
+                           r"of 2 members"),
+    (_pairwise, r"_pairwise returned 'd' with shape \((1, 1|2, 2)\) .* must not depend on how "
+                r"many members"),
+    (_scalar, r"_scalar returned 's' with shape \(\) for a model of [12] member"),
+    (lambda model, batch: [1.0], r"probe .*<lambda> must return a dict"),
+    (lambda model, batch: {"t": "text"}, r"probe .*<lambda> returned 't' as str"),
+])
+def test_a_probe_must_return_one_row_per_member_in_either_execution(probe, match, execution):
+    err = TypeError if "<lambda>" in match else ValueError
+    with pytest.raises(err, match=match):
+        _fit_with(probe, execution)
+
+
+@pytest.mark.parametrize("execution", ["looped", "batched"])
+def test_a_probe_record_keeps_its_shape_through_a_run(execution):
+    calls = {}
+
+    def growing(model, batch):    # one more column at each call on the same model
+        calls[id(model)] = calls.get(id(model), 0) + 1
+        return {"g": torch.zeros(model.n_members, calls[id(model)])}
+
+    with pytest.raises(ValueError, match=r"growing returned 'g' with shape \(\d, \d\) at this "
+                                         r"evaluation and \(\d, \d\) at the first"):
+        _fit_with(growing, execution)
+
+
+def test_a_per_member_probe_is_recorded_alike_looped_and_batched_and_named_in_errors():
+    def per_member(model, batch):
+        return {"loss2": model.evaluate(batch)["loss"] * 2,
+                "alpha": model(batch["src"], batch["tgt_in"])["alpha"].mean((1, 2, 3))}
+
+    hl, hb = (_fit_with(per_member, e, seeds=(3, 4, 5)) for e in ("looped", "batched"))
+    for k in ("loss2", "alpha"):
+        assert hl.probes[k].shape == hb.probes[k].shape
+        assert hb.probes[k].shape[:2] == (3, 3) and hb.probes[k].ndim == (2 if k == "loss2" else 3)
+        assert np.abs(hl.probes[k] - hb.probes[k]).max() < 1e-4, k
+    np.testing.assert_allclose(hb.probes["loss2"], 2 * hb.metrics["loss"], rtol=1e-6)
+    # a functools.partial is named by the function it wraps
+    bad = functools.partial(lambda model, batch, n: {"x": torch.zeros(n)}, n=5)
+    with pytest.raises(ValueError, match=r"probe .*<lambda> returned 'x' with shape \(5,\)"):
+        _fit_with(bad, "batched")

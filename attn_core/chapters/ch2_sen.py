@@ -126,15 +126,46 @@ def _test_sets(config) -> dict:
     return {s: t.test_set() for s, t in zip(config.seeds, member_tasks(config))}
 
 
+def _word_ids(name: str, x) -> np.ndarray:
+    """``x`` (an array, tensor or nested list of word ids) as an int64 array; TypeError for
+    anything not numeric, ValueError for a float that is not a whole number or for an id < 0.
+    A float array of whole numbers (word ids read from a text file, say) is accepted: its
+    values are the ids."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError):  # ragged rows
+        raise ValueError(f"{name} must be an (N, L) array of word ids (ints >= 0); got "
+                         f"rows of different lengths") from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold word ids: ints >= 0 (or floats that are whole "
+                        f"numbers); got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if bad.any():
+            raise ValueError(f"{name} must hold word ids: ints >= 0 (or floats that are whole "
+                             f"numbers); got {arr[bad].flat[0].item()!r} in a {arr.dtype} array")
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"{name} must hold word ids: ints >= 0; got {arr.min().item()!r}")
+    if arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} must hold word ids below 2**63; got {arr.max().item()!r}")
+    return arr.astype(np.int64)
+
+
 def sentence_overlap(a, b) -> float:
     """The fraction of the sentences (rows) of ``a`` that also occur in ``b`` (two (N, L)
-    integer arrays or tensors of word ids): 1 for clones, ≈ 0 for independent draws."""
-    a = np.asarray(a)
-    b = np.asarray(b)
+    arrays or tensors of word ids): 1 for clones, ≈ 0 for independent draws.
+
+    Rows are compared by their word ids, whatever the dtypes: an int32 array, an int64
+    tensor and a float array of the same whole numbers hold the same sentences. Word ids are
+    ints >= 0; a float array is accepted when every entry is a whole number (ValueError
+    otherwise, and for an id < 0; TypeError for a non-numeric array)."""
+    a, b = _word_ids("a", a), _word_ids("b", b)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or len(a) == 0:
         raise ValueError(f"a and b must be (N, L) arrays with the same L and N >= 1; got "
                          f"shapes {a.shape} and {b.shape}")
-    rows_b = {r.tobytes() for r in np.ascontiguousarray(b)}
+    rows_b = {r.tobytes() for r in np.ascontiguousarray(b)}  # both int64 now: bytes = values
     return float(np.mean([r.tobytes() in rows_b for r in np.ascontiguousarray(a)]))
 
 

@@ -16,6 +16,7 @@ see :mod:`attn_core.exercises` for the pattern.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -291,18 +292,22 @@ _COUNT_HINTS = {
 @checker("Exercise 6.3: what if success were judged differently?")
 def check_success_count(success_count):
     """``success_count(row, level, step)`` -> the number of runs above ``level`` at ``step``."""
-    rows = _toy_rows()
     for name, level, step in COUNT_CASES:
-        row = rows[name]
-        x = as_array(success_count({k: list(v) for k, v in row.items()}, level, step),
+        # the reference and the usual slips come first, from rows the answer never sees: it
+        # is handed its own deep copy, so an answer that overwrites the row it was given
+        # (accuracies set to 1, say) changes neither the count it is held to nor other cases
+        row = _toy_rows()[name]
+        want = success_count_reference(row, level, step)
+        variants = _count_variants(row, level, step)
+        x = as_array(success_count(copy.deepcopy(row), level, step),
                      f"success_count(row {name!r}, {level}, {step})")
         if x.size != 1:
             raise Wrong(f"success_count should return one number (a count of runs); got an "
                         f"array of shape {x.shape}")
-        got, want = float(x.reshape(())), success_count_reference(row, level, step)
+        got = float(x.reshape(()))
         if got == want:
             continue
-        for kind, bad in _count_variants(row, level, step).items():
+        for kind, bad in variants.items():
             if bad != want and got == bad:
                 raise Wrong(_COUNT_HINTS[kind])
         raise Wrong(f"for level {level} at step {step} you count {got:g} runs, which is "
