@@ -305,10 +305,6 @@ def _scalar(model, batch):
 
 @pytest.mark.parametrize("execution", ["looped", "batched"])
 @pytest.mark.parametrize("probe, match", [
-    (_mean_of_all_members, r"_mean_of_all_members returned 'm' with shape \(1,\) for a model "
-                           r"of 2 members"),
-    (_pairwise, r"_pairwise returned 'd' with shape \((1, 1|2, 2)\) .* must not depend on how "
-                r"many members"),
     (_scalar, r"_scalar returned 's' with shape \(\) for a model of [12] member"),
     (lambda model, batch: [1.0], r"probe .*<lambda> must return a dict"),
     (lambda model, batch: {"t": "text"}, r"probe .*<lambda> returned 't' as str"),
@@ -317,6 +313,27 @@ def test_a_probe_must_return_one_row_per_member_in_either_execution(probe, match
     err = TypeError if "<lambda>" in match else ValueError
     with pytest.raises(err, match=match):
         _fit_with(probe, execution)
+
+
+@pytest.mark.parametrize("probe, match", [
+    (_mean_of_all_members, r"_mean_of_all_members returned 'm' with shape \(1,\) for a model "
+                           r"of 2 members"),
+    (_pairwise, r"_pairwise returned 'd' with shape \(2, 2\) .* and shape \(1, 1\) for "
+                r"member 0 alone: .* must not depend on how many members"),
+])
+def test_a_probe_whose_rows_follow_the_model_not_the_member_fails_batched(probe, match):
+    with pytest.raises(ValueError, match=match):
+        _fit_with(probe, "batched")
+
+
+def test_looped_a_reduction_over_the_members_is_the_members_own_value():
+    """Looped, each model has one member: a probe reducing over the members records that
+    member's own value (the right numbers), so it is not checked twice over at double size
+    (the batched run of the same probe fails, above)."""
+    h = _fit_with(_mean_of_all_members, "looped")
+    np.testing.assert_allclose(h.probes["m"], h.metrics["loss"], rtol=1e-6)
+    h = _fit_with(_pairwise, "looped")
+    assert h.probes["d"].shape == (2, 3, 1) and not h.probes["d"].any()
 
 
 @pytest.mark.parametrize("execution", ["looped", "batched"])
