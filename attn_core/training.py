@@ -516,11 +516,10 @@ def _twin(model: StackedModule, batch: dict):
 
 def _check_twin(fn, out: dict, twin_model: StackedModule, twin_batch: dict) -> None:
     """Probe ``fn``, which returned ``out`` for a group, must return one row per member for
-    the group's :func:`_twin` too, with the same trailing shapes: a probe whose rows do not
-    follow the members (a vector that happens to have S entries, a reduction over members)
-    fails looped and batched alike, instead of recording other numbers in one of them."""
-    n = twin_model.n_members
-    how = "member 0 alone" if n == 1 else "its one member twice"
+    the group's :func:`_twin` (member 0 alone) too, with the same trailing shapes: a probe
+    whose rows do not follow the members (a vector that happens to have S entries, a
+    reduction over members) fails batched, instead of recording other numbers."""
+    how = "member 0 alone"
     other = _probe_output(fn, twin_model, twin_batch, f" (checked on {how})")
     for k, v in out.items():
         if k not in other or tuple(other[k].shape[1:]) != tuple(v.shape[1:]):
