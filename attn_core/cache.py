@@ -4,31 +4,43 @@
 its :class:`~attn_core.training.History`. The key is a hash of
 
 - the experiment's name and configuration (a JSON-able dict),
-- the run mode (fast/full) and torch device type, and
+- the run mode (fast/full) and torch device type,
 - the source code of the whole ``attn_core`` package (every ``.py`` file, subpackages
-  included), so any change to the package recomputes.
+  included), so any change to the package recomputes, and
+- for a config class defined outside the package (a reader's notebook subclass of a
+  chapter's config), its module and qualified name and a digest of its code: every method
+  and attribute it or its bases outside the package define, and the functions, classes and
+  values those use (:func:`code_identity`). A variant that keeps its base's fields and
+  changes ``model_fn`` is another result. Where that code cannot be read (typed at a
+  prompt, ``python -c``), the result is not cached, and the first run says so in one line.
 
 **One entry is one file**, ``<folder>/<name>-<key>.npz``: every array of the History plus a
 0-d unicode array ``__meta__`` holding JSON metadata (execution, seconds, config, when it was
-saved, and the name, shape and dtype of every array). It is written to a temporary file in the
-same folder and renamed over the entry (atomic on POSIX), so a reader sees either a whole old
-entry or a whole new one, never a mix of two writers. Nothing is pickled: object arrays are
+saved, the name, shape and dtype of every array, and ``digest``: the sha256 of the arrays'
+names, dtypes, shapes and bytes). It is written to a temporary file in the same folder and
+renamed over the entry (atomic on POSIX), so a reader sees either a whole old entry or a whole
+new one, never a mix of two writers. Nothing is pickled: object arrays are
 refused on save and files are read with ``allow_pickle=False``.
 
-Every load checks the entry against its recorded schema and against the History schema
-(shapes consistent with the seeds, ``config["steps"]`` and the evaluation schedule). An entry
-that fails is reported with a warning, moved aside as ``<file>.corrupt-<time>`` and recomputed.
-A result that was computed is always returned: if it cannot be saved, a warning says so.
-Temporary files left by killed writers are removed once they are an hour old.
+Every load checks the entry against its recorded schema, against the History schema
+(shapes consistent with the seeds, ``config["steps"]`` and the evaluation schedule) and
+against its digest (a file rewritten with other numbers, valid as a zip, is caught; so is an
+entry with no digest, written before digests were: it is recomputed once). An entry that
+fails is reported with a one-line warning, moved aside as ``<file>.corrupt-<time>`` and
+recomputed. A result that was computed is always returned: if it cannot be saved, a warning
+says so. The cache's own temporary files left by killed writers (``<entry>.npz.<token>.tmp``,
+and a part's in a ``.parts`` folder) are removed once they are an hour old; it deletes
+nothing else in the folder.
 
 **Interrupted runs resume.** While a cached computation runs, the engine saves every group of
 members (one member each when looped) the moment it finishes, in ``<name>-<key>.parts/`` next
-to the entry (one atomic ``.npz`` per group: its arrays and its model's parameters). If the
-run is interrupted -- a kernel interrupt, a crash, a Colab disconnect -- the same call later
-loads the finished groups (and says so) and trains only the rest; the result is bitwise the
-uninterrupted one (``tests/test_cache.py``). A part that is damaged, or does not record what
-its group must (arrays of its members, steps and evaluations; the metrics and probes of the
-groups trained now), is warned about, removed and trained again. The folder is removed once
+to the entry (one atomic ``.npz`` per group: its arrays, its model's parameters and their
+digest). If the run is interrupted -- a kernel interrupt, a crash, a Colab disconnect -- the
+same call later loads the finished groups (and says so) and trains only the rest; the result
+is bitwise the uninterrupted one (``tests/test_cache.py``). A part that is damaged, rewritten
+(its digest) or does not record what its group must (arrays of its members, steps and
+evaluations; the metrics and probes of the groups trained now), is warned about, removed and
+trained again. The folder is removed once
 the entry is saved. A group trains as one piece: on CUDA, where all members form one batched
 group, an interrupted group starts over.
 
@@ -40,14 +52,22 @@ its result came from.
 
 from __future__ import annotations
 
+import dataclasses
+import dis
+import enum
+import functools
 import hashlib
+import inspect
 import json
 import math
 import os
 import re
 import shutil
+import stat
+import sys
 import tempfile
 import time
+import types
 import warnings
 from pathlib import Path
 from typing import Callable
@@ -59,8 +79,8 @@ from .checks import check_bool
 from .config import env_cache, env_max_steps, get_device, get_mode, wrap_line
 from .training import GROUP_STORE, History, _eval_schedule
 
-__all__ = ["cache_dir", "cache_key", "check_cache_name", "save_history", "load_history",
-           "cached_history"]
+__all__ = ["cache_dir", "cache_key", "check_cache_name", "code_identity", "save_history",
+           "load_history", "cached_history"]
 
 _PACKAGE = Path(__file__).resolve().parent
 #: Bumped whenever the file layout changes; entries of another format are recomputed.
@@ -69,6 +89,16 @@ META_KEY = "__meta__"
 #: Temporary files older than this (seconds) were left by a killed writer and are removed.
 STALE_TMP_SECONDS = 3600
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_KEY_CHARS = 20  # hex digits of a key in an entry's file name
+# The only files the cache ever deletes by name: the temporaries its own writes leave when
+# killed (atomic_write's ``<file>.<token>.tmp``, tempfile's 8-character token), of an entry
+# (``<name>-<key>.npz``) in the cache folder and of a part (training's ``_job_key``) in an
+# ``<name>-<key>.parts`` folder there. Anything else in the folder is never touched.
+_ENTRY_STEM = r"[A-Za-z0-9][A-Za-z0-9._-]*-[0-9a-f]{%d}" % _KEY_CHARS
+_TMP_TOKEN = r"\.[a-z0-9_]{8}\.tmp"
+_ENTRY_TMP = re.compile(_ENTRY_STEM + r"\.npz" + _TMP_TOKEN)
+_PARTS_DIR = re.compile(_ENTRY_STEM + r"\.parts")
+_PART_TMP = re.compile(r"fit[0-9]+-group[0-9]+-[0-9a-f]{16}\.npz" + _TMP_TOKEN)
 _NAME_MAX = 200  # the entry's file name adds ~40 characters; most filesystems allow 255
 _NUMERIC = "biuf"  # numpy dtype kinds a History array may have (no objects, strings, ...)
 
@@ -102,20 +132,308 @@ def check_cache_name(name, label: str = "name") -> str:
     return name
 
 
-def cache_key(name: str, config: dict) -> str:
+def cache_key(name: str, config: dict, code: dict | None = None) -> str:
     """A stable hash of the experiment name, its config, the mode, device type and package source.
 
     ``config`` must be plain JSON -- nested dicts (string keys), lists and tuples of str, int,
-    finite float, bool and None -- so that it is hashed the same way in every run.
+    finite float, bool and None -- so that it is hashed the same way in every run. ``code``
+    (plain JSON too, or None) identifies code outside the package that the result depends on
+    (:func:`code_identity`); None leaves the key what it was before ``code`` existed.
     """
     check_cache_name(name)
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict; got {type(config).__name__}")
     _check_plain_json("config", config)
-    payload = json.dumps({"name": name, "config": config, "mode": get_mode(),
-                          "device": get_device().type, "source": _source_digest()},
-                         sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+    fields = {"name": name, "config": config, "mode": get_mode(),
+              "device": get_device().type, "source": _source_digest()}
+    if code is not None:
+        if not isinstance(code, dict):
+            raise TypeError(f"code must be a dict or None; got {type(code).__name__}")
+        _check_plain_json("code", code)
+        fields["code"] = code
+    payload = json.dumps(fields, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:_KEY_CHARS]
+
+
+# ----------------------------------------------------------- code outside the package
+# A reader's variant of a chapter's config -- a notebook subclass that overrides ``model_fn``
+# and keeps the fields -- computes other numbers than its base under the same name and
+# fields: the key must tell them apart. The package's own code is in the key already (its
+# source digest); what :func:`code_identity` adds is every class, function and value outside
+# the package (and outside the standard library and installed packages) that the class's
+# code is made of: the source and bytecode of each method it or its bases define, the values
+# they capture or read as globals, followed to the functions and classes those name.
+
+
+class _Unidentified(Exception):
+    """The code (or a value it uses) cannot be identified; the message says which and why."""
+
+
+_PKG = __name__.partition(".")[0]
+#: Attributes of a class body that say nothing about what its code computes.
+_CLASS_METADATA = frozenset({
+    "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
+    "__dataclass_params__", "__dataclass_fields__", "__match_args__", "__firstlineno__",
+    "__static_attributes__", "__orig_bases__", "__parameters__", "__type_params__",
+    "__slots__", "__abstractmethods__", "_abc_impl", "__annotate__", "__annotate_func__",
+    "__annotations_cache__", "__classdictcell__", "__classcell__"})
+#: Methods @dataclass writes from the fields (its generated code has no source to read).
+_DATACLASS_MADE = frozenset({
+    "__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__lt__",
+    "__le__", "__gt__", "__ge__", "__getstate__", "__setstate__", "__replace__"})
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+#: The classes that were said to be not cached (one line per class and reason).
+_NOTED: set[str] = set()
+
+
+def _module_kind(module) -> str:
+    """'package' (attn_core), 'library' (standard library, installed packages) or 'user'."""
+    if not isinstance(module, str) or not module or module in ("__main__", "__mp_main__"):
+        return "user"   # a notebook, a script, ``python -c`` (whatever launched them)
+    top = module.partition(".")[0]
+    if top == _PKG:
+        return "package"
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        return "library"
+    file = getattr(sys.modules.get(top), "__file__", None)
+    if isinstance(file, str) and {"site-packages", "dist-packages"} & set(Path(file).parts):
+        return "library"
+    return "user"
+
+
+def _fail(path: tuple, own: str, used: str):
+    """Raise _Unidentified for the thing at ``path`` (names, outermost first): ``<name><own>``
+    for a member of the class, ``<user> uses <name>, <used>`` for what a member uses."""
+    if len(path) > 1:
+        raise _Unidentified(f"{' -> '.join(path[:-1])} uses {path[-1]}, {used}")
+    raise _Unidentified(f"{path[-1] if path else 'the code'}{own}")
+
+
+def _fail_value(path: tuple, what: str):
+    _fail(path, f" is {what}, which the cache cannot identify",
+          f"{what} the cache cannot identify")
+
+
+def _const_token(value) -> str:
+    """A constant of compiled code as text, the same in every run (sets sorted)."""
+    if isinstance(value, (tuple, frozenset)):
+        items = [_const_token(v) for v in value]
+        if isinstance(value, frozenset):
+            items.sort()
+        return f"{type(value).__name__}({', '.join(items)})"
+    return repr(value)
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """sha256 of what a code object runs (bytecode, constants, names, nested code), not where
+    it was typed (file name, line numbers): the same source gives the same digest."""
+    h = hashlib.sha256()
+
+    def walk(c):
+        h.update(repr((c.co_name, c.co_argcount, c.co_posonlyargcount, c.co_kwonlyargcount,
+                       c.co_flags, c.co_names, c.co_varnames, c.co_freevars,
+                       c.co_cellvars)).encode())
+        h.update(c.co_code)
+        h.update(getattr(c, "co_exceptiontable", b""))
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                h.update(b"\0code\0")
+                walk(k)
+            else:
+                h.update(b"\0" + _const_token(k).encode())
+    walk(code)
+    return h.hexdigest()
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` (and code nested in it) loads."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_LOADS}
+    for k in code.co_consts:
+        if isinstance(k, types.CodeType):
+            names |= _global_names(k)
+    return names
+
+
+def _readable(fn) -> bool:
+    try:
+        inspect.getsource(fn)
+        return True
+    except (OSError, TypeError):
+        return False
+
+
+def _array_identity(arr: np.ndarray, path: tuple) -> dict:
+    if arr.dtype.hasobject:
+        _fail_value(path, "an array of Python objects")
+    return {"array": [arr.dtype.str, list(arr.shape),
+                      hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()]}
+
+
+def _identify(value, path: tuple, seen: dict):
+    """A JSON value that identifies ``value`` as far as a computation can depend on it: user
+    functions and classes by their code, package and library ones by name, data by content.
+    ``seen`` maps id -> name of the functions and classes met (cycles, repeats).
+    _Unidentified where that is not possible."""
+    if isinstance(value, enum.Enum):
+        return {"enum": [_identify(type(value), path, seen), value.name]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, bytes):
+        return {"bytes": hashlib.sha256(value).hexdigest()}
+    kind = type(value)
+    if kind in (tuple, list):
+        return {kind.__name__: [_identify(v, path, seen) for v in value]}
+    if kind in (set, frozenset):
+        items = [_identify(v, path, seen) for v in value]
+        return {"set": sorted(items, key=lambda v: json.dumps(v, sort_keys=True))}
+    if kind is dict:
+        items = [[_identify(k, path, seen), _identify(v, path, seen)] for k, v in value.items()]
+        return {"dict": sorted(items, key=lambda kv: json.dumps(kv[0], sort_keys=True))}
+    if isinstance(value, types.ModuleType):
+        return _module_identity(value, path)
+    if isinstance(value, type):
+        return _class_identity(value, path, seen)
+    if isinstance(value, types.FunctionType):
+        return _function_identity(value, path, seen)
+    if isinstance(value, (staticmethod, classmethod)):
+        return {kind.__name__: _identify(value.__func__, path, seen)}
+    if isinstance(value, property):
+        return {"property": [_identify(f, path, seen)
+                             for f in (value.fget, value.fset, value.fdel)]}
+    if isinstance(value, functools.cached_property):
+        return {"cached_property": _identify(value.func, path, seen)}
+    if isinstance(value, functools.partial):
+        return {"partial": [_identify(value.func, path, seen), _identify(value.args, path, seen),
+                            _identify(value.keywords, path, seen)]}
+    if isinstance(value, types.MethodType):
+        return {"method": [_identify(value.__func__, path, seen),
+                           _identify(value.__self__, path, seen)]}
+    if isinstance(value, (types.BuiltinFunctionType, types.WrapperDescriptorType,
+                          types.MethodDescriptorType, types.ClassMethodDescriptorType)):
+        owner = getattr(value, "__self__", None)
+        if owner is None or isinstance(owner, (types.ModuleType, type)):
+            where = getattr(value, "__objclass__", owner)
+            module = getattr(where, "__name__" if isinstance(where, types.ModuleType)
+                             else "__module__", None) or getattr(value, "__module__", None)
+            return {"builtin": f"{module}.{value.__qualname__}"}
+    if isinstance(value, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+        return {"slot": value.__name__}
+    if dataclasses.is_dataclass(value):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return {"instance": [_identify(kind, path, seen), _identify(fields, path, seen)]}
+    if isinstance(value, np.ndarray):
+        return _array_identity(value, path)
+    if isinstance(value, np.generic):
+        return _array_identity(np.asarray(value), path)
+    if isinstance(value, torch.Tensor):
+        try:
+            arr = value.detach().cpu().numpy()
+        except (RuntimeError, TypeError):
+            _fail_value(path, f"a {value.dtype} tensor")
+        return {"tensor": _array_identity(arr, path)}
+    if isinstance(value, (torch.dtype, torch.device)):
+        return {"torch": repr(value)}
+    _fail_value(path, f"a {kind.__qualname__}")
+
+
+def _module_identity(module: types.ModuleType, path: tuple) -> dict:
+    """A package or library module by name; a user module also by its file's bytes."""
+    name = module.__name__
+    if _module_kind(name) != "user":
+        return {"module": name}
+    try:
+        data = Path(module.__file__).read_bytes()
+    except (AttributeError, TypeError, OSError):
+        _fail(path, f" (module {name})'s source cannot be read",
+              "a module whose source cannot be read")
+    return {"module": name, "source": hashlib.sha256(data).hexdigest()}
+
+
+def _function_identity(fn: types.FunctionType, path: tuple, seen: dict) -> dict:
+    """A user function by its source, bytecode, defaults, captured values and the globals it
+    reads; a package or library function by name (and what its closure captured)."""
+    label = f"{fn.__module__}.{fn.__qualname__}"
+    code = fn.__code__
+    kind = _module_kind(fn.__module__)
+    if id(fn) in seen:
+        return {"ref": seen[id(fn)]}
+    seen[id(fn)] = label
+    if kind != "user" and hasattr(fn, "__wrapped__"):
+        # a decorator's wrapper (functools.wraps): the function it wraps is what differs
+        return {kind: label, "wrapped": _identify(fn.__wrapped__, path, seen)}
+    closure = {}
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            content = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        closure[name] = _identify(content, path + (name,), seen)
+    if kind != "user":   # its code is in the package's digest, or a library's version
+        return {kind: label, **({"closure": closure} if closure else {})}
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        _fail(path, "'s source cannot be read", "whose source cannot be read")
+    out = {"source": source, "code": _code_digest(code), "closure": closure,
+           "defaults": _identify(fn.__defaults__, path, seen),
+           "kwdefaults": _identify(fn.__kwdefaults__, path, seen)}
+    glob = fn.__globals__
+    out["globals"] = {name: _identify(glob[name], path + (name,), seen)
+                      for name in sorted(_global_names(code)) if name in glob}
+    return {"function": out}
+
+
+def _class_identity(cls: type, path: tuple, seen: dict) -> dict:
+    """A user class by its bases and every attribute its body defines; a package or library
+    class by name."""
+    label = f"{cls.__module__}.{cls.__qualname__}"
+    kind = _module_kind(cls.__module__)
+    if kind != "user":
+        return {kind: label}
+    if id(cls) in seen:
+        return {"ref": seen[id(cls)]}
+    seen[id(cls)] = label
+    made = "__dataclass_fields__" in cls.__dict__
+    members = {}
+    for name in sorted(cls.__dict__):
+        if name in _CLASS_METADATA:
+            continue
+        value = cls.__dict__[name]
+        if made and name in _DATACLASS_MADE and callable(value) and not _readable(value):
+            members[name] = "dataclass"   # written by @dataclass from the fields
+            continue
+        members[name] = _identify(value, path + (f"{cls.__qualname__}.{name}",), seen)
+    bases = [_identify(b, path, seen) for b in cls.__bases__]
+    return {"class": label, "bases": bases, "members": members}
+
+
+def code_identity(cls) -> tuple[dict | None, str | None]:
+    """What the cache key adds for results computed by ``cls`` (a config class):
+
+    - ``(None, None)`` when ``cls`` and all its bases are the package's (or the standard
+      library's, or an installed package's): the package's source is in every key already;
+    - ``({"class": "<module>.<qualname>", "code": sha256}, None)`` when some of them are
+      defined elsewhere (a notebook, a script), the digest covering their code as described
+      above;
+    - ``(None, reason)`` when some of that code cannot be identified -- its source cannot be
+      read (a lambda typed at a prompt, a class defined in ``python -c``) or it uses a value
+      the cache cannot identify: then the result must not be cached.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"cls must be a class; got {type(cls).__name__} {cls!r:.60}")
+    if all(_module_kind(c.__module__) != "user" for c in cls.__mro__):
+        return None, None
+    try:
+        identity = _identify(cls, (), {})
+    except _Unidentified as e:
+        return None, str(e)
+    except RecursionError:
+        return None, f"{cls.__qualname__}'s code is nested too deeply to be identified"
+    except Exception as e:  # noqa: BLE001 -- unknown: never cache rather than guess
+        return None, (f"{cls.__qualname__}'s code could not be identified "
+                      f"({type(e).__name__}: {e})")
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "code": digest}, None
 
 
 def _check_plain_json(path: str, value) -> None:
@@ -215,12 +533,38 @@ def _check_json(name: str, value) -> str:
                         f"cached exactly; {e}") from e
 
 
+def _content_digest(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 of the arrays' names, dtypes, shapes and bytes (C order), in name order: what
+    an entry or a part records as ``digest`` and is checked against when it is loaded."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        v = arrays[k]
+        h.update(json.dumps([k, v.dtype.str, list(v.shape)]).encode() + b"\n")
+        h.update(np.ascontiguousarray(v).tobytes())
+    return h.hexdigest()
+
+
+def _check_digest(info: dict, arrays: dict[str, np.ndarray], required: bool) -> None:
+    """ValueError unless the arrays are what was saved: their digest is the recorded one
+    (or, when not ``required``, none is recorded: a file written before digests were)."""
+    recorded = info.get("digest")
+    if recorded is None and not required:
+        return
+    if recorded is None:
+        raise ValueError("it records no content digest (written by an older version or by "
+                         "something else than this cache)")
+    if recorded != _content_digest(arrays):
+        raise ValueError("its arrays are not the ones saved (their sha256 is not the recorded "
+                         "digest): the file was rewritten after it was saved")
+
+
 # ------------------------------------------------------------------------- save / load
 def save_history(history: History, path: str | os.PathLike, meta: dict | None = None) -> None:
     """Save a History as one ``.npz`` file (``path``, ``.npz`` appended if missing), atomically.
 
     The file holds every array and a ``__meta__`` JSON string (execution, seconds, config, the
-    time of saving, each array's shape and dtype, and ``meta``). Raises TypeError for arrays
+    time of saving, each array's shape and dtype, the arrays' sha256 ``digest``, and ``meta``).
+    Raises TypeError for arrays
     np.savez would pickle (object dtype) and ValueError for a History that breaks its schema.
     """
     if not isinstance(history, History):
@@ -238,6 +582,7 @@ def save_history(history: History, path: str | os.PathLike, meta: dict | None = 
             "config": history.config, "saved_at": time.strftime("%Y-%m-%d %H:%M:%S"),
             "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str}
                        for k, v in arrays.items()},
+            "digest": _content_digest(arrays),
             "meta": json.loads(json.dumps(meta or {}, default=str))}
     payload = {META_KEY: np.array(json.dumps(info, allow_nan=False)), **arrays}
     _write_atomic(path, payload)
@@ -285,9 +630,11 @@ def _read_payload(f) -> tuple[dict, dict[str, np.ndarray]]:
     return json.loads(str(meta_arr)), arrays
 
 
-def _read_entry(path: Path) -> tuple[History, dict]:
+def _read_entry(path: Path, require_digest: bool = False) -> tuple[History, dict]:
     """Load and check one entry; ValueError naming ``path`` if it is not a valid entry.
 
+    A recorded content digest must match the arrays; with ``require_digest`` one must be
+    recorded (the cache's own entries; a file saved before digests were has none).
     OSErrors of opening the file (missing, unreadable) propagate unchanged.
     """
     with open(path, "rb") as f:
@@ -308,6 +655,7 @@ def _read_entry(path: Path) -> tuple[History, dict]:
                 if v.dtype.hasobject or v.dtype.kind not in _NUMERIC:
                     raise ValueError(f"array {k!r} has non-numeric dtype {v.dtype}")
             _check_history_schema(arrays, info["config"])
+            _check_digest(info, arrays, require_digest)
         except Exception as e:  # noqa: BLE001 -- anything unreadable is a broken entry
             raise ValueError(f"{path} is not a valid attn_core cache entry: "
                              f"{type(e).__name__}: {e}") from e
@@ -345,26 +693,44 @@ def _check_info(info) -> None:
 def load_history(path: str | os.PathLike) -> History:
     """Load a History saved by :func:`save_history` (no pickle; ``model`` is None).
 
-    Raises ValueError naming the file if it is truncated, not an entry of this cache, or breaks
-    its recorded schema or the History schema.
+    Raises ValueError naming the file if it is truncated, not an entry of this cache, breaks
+    its recorded schema or the History schema, or its arrays do not match its recorded content
+    digest (a file saved before digests were recorded has none and is read all the same).
     """
     return _read_entry(_entry_path(path))[0]
 
 
 # ---------------------------------------------------------------------------- the cache
 def _remove_stale_tmp(root: Path) -> None:
-    """Delete ``*.tmp`` files an hour old or older in ``root`` (left by killed writers)."""
-    try:
-        tmps = list(root.glob("*.tmp"))
-    except OSError:
-        return
+    """Delete the temporary files of the cache's own writes that are an hour old or older
+    (left by killed writers): ``<name>-<key>.npz.<token>.tmp`` in ``root`` and
+    ``<part>.npz.<token>.tmp`` in its ``<name>-<key>.parts`` folders. Nothing else, whatever
+    its name, is deleted: the folder may be shared with the reader's own files."""
     cutoff = time.time() - STALE_TMP_SECONDS
-    for f in tmps:
+
+    def remove_if_stale(f: Path) -> None:
         try:
-            if f.is_file() and f.stat().st_mtime < cutoff:
+            st = f.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
                 f.unlink()
         except OSError:
             pass
+
+    try:
+        names = list(root.iterdir())
+    except OSError:
+        return
+    for f in names:
+        if _ENTRY_TMP.fullmatch(f.name):
+            remove_if_stale(f)
+        elif _PARTS_DIR.fullmatch(f.name) and f.is_dir() and not f.is_symlink():
+            try:
+                inner = list(f.iterdir())
+            except OSError:
+                continue
+            for g in inner:
+                if _PART_TMP.fullmatch(g.name):
+                    remove_if_stale(g)
 
 
 def _move_aside(path: Path, reason: str) -> None:
@@ -414,6 +780,8 @@ class _GroupStore:
         try:
             with open(path, "rb") as f:
                 info, arrays = _read_payload(f)
+            if not isinstance(info, dict):
+                raise ValueError(f"metadata must be a JSON object; got {type(info).__name__}")
             if info.get("format") != FORMAT or info.get("key") != key:
                 raise ValueError(f"saved for {info.get('key')!r}, format {info.get('format')}")
             parts = {"metrics": {}, "probes": {}, "state": {}}
@@ -432,6 +800,7 @@ class _GroupStore:
                 if arrays[k].shape != w:
                     raise ValueError(f"{k} has shape {arrays[k].shape}, not {w} (this group: "
                                      f"{n} members, {steps} steps, {evals} evaluations)")
+            _check_digest(info, arrays, required=True)
             model = rebuild({k: torch.from_numpy(v) for k, v in parts["state"].items()})
             result = (model.cpu(), arrays["train_loss"], parts["metrics"], parts["probes"])
         except Exception as e:  # noqa: BLE001 -- any damage: train the group again
@@ -457,12 +826,13 @@ class _GroupStore:
         """Save one finished group; a failure to save is warned about once and never stops
         the run (its result is still returned)."""
         model, loss, metrics, probes = result
-        payload = {META_KEY: np.array(json.dumps({"format": FORMAT, "key": key})),
-                   "train_loss": np.asarray(loss)}
+        payload = {"train_loss": np.asarray(loss)}
         payload.update({f"metrics/{k}": np.asarray(v) for k, v in metrics.items()})
         payload.update({f"probes/{k}": np.asarray(v) for k, v in probes.items()})
         payload.update({f"state/{k}": v.detach().cpu().numpy()
                         for k, v in model.state_dict().items()})
+        info = {"format": FORMAT, "key": key, "digest": _content_digest(payload)}
+        payload[META_KEY] = np.array(json.dumps(info))
         try:
             _write_atomic(self.folder / f"{key}.npz", payload)
         except (OSError, TypeError, ValueError) as e:
@@ -474,30 +844,45 @@ class _GroupStore:
 
 
 def cached_history(name: str, config: dict, compute: Callable[[], History],
-                   verbose: bool = True, label: str | None = None) -> History:
+                   verbose: bool = True, label: str | None = None,
+                   config_class: type | None = None) -> History:
     """Return ``compute()``'s History, computing it only if this config has no saved result.
 
     Prints whether the result was computed now or loaded (with the time it was computed). A
     broken entry is warned about, moved aside and recomputed; a result that cannot be saved
-    is warned about and returned all the same.
+    is warned about and returned all the same. ``config_class``: the class of the config
+    that ``compute`` runs; code of it defined outside the package is part of the key
+    (:func:`code_identity`), and where that code cannot be identified the result is computed
+    and not cached (said once per class).
     """
     check_bool("verbose", verbose)
     if label is not None and not isinstance(label, str):
         raise TypeError(f"label (the name printed) must be a str or None; got "
                         f"{type(label).__name__}")
+    if config_class is not None and not isinstance(config_class, type):
+        raise TypeError(f"config_class must be a class or None; got "
+                        f"{type(config_class).__name__} {config_class!r:.60}")
     shown = name if label is None else label
-    key = cache_key(name, config)
+    code, why = (None, None) if config_class is None else code_identity(config_class)
+    key = cache_key(name, config, code)
     if not callable(compute):
         raise TypeError(f"compute must be callable: compute() -> History; got "
                         f"{type(compute).__name__}")
     cap = env_max_steps()
     # a smoke run (ATTN_MAX_STEPS) is never cached as, or loaded for, a real result
     root = cache_dir() if cap is None else None
+    if root is not None and why is not None:
+        # code that cannot be identified: never cached, so never given another's result
+        noted = f"{config_class.__module__}.{config_class.__qualname__}\0{why}"
+        if verbose and noted not in _NOTED:
+            _NOTED.add(noted)
+            print(wrap_line(f"[cache] {shown}: not cached -- {why}"))
+        root = None
     path = None if root is None else root / f"{name}-{key}.npz"
     if path is not None:
         _remove_stale_tmp(root)
         try:
-            h, info = _read_entry(path)
+            h, info = _read_entry(path, require_digest=True)
             if info["meta"].get("key", key) != key or info["meta"].get("name", name) != name:
                 raise ValueError(f"{path} was saved for name={info['meta'].get('name')!r} "
                                  f"key={info['meta'].get('key')!r}, not {name!r} {key!r}")
@@ -532,7 +917,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     saved = False
     if path is not None:
         try:
-            save_history(h, path, meta={"name": name, "key": key, "experiment_config": config})
+            save_history(h, path, meta={"name": name, "key": key, "experiment_config": config,
+                                        **({"code": code} if code is not None else {})})
             saved = True
             shutil.rmtree(store.folder, ignore_errors=True)
         except OSError as e:

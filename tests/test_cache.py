@@ -1,19 +1,27 @@
-"""The results cache: exact round trip without pickle, one atomic file per entry, broken entries
-detected and recomputed, computed results never lost, names confined to the cache folder, keys
-that follow the config, the mode and the whole package's source."""
+"""The results cache: exact round trip without pickle, one atomic file per entry, broken or
+rewritten entries detected and recomputed, computed results never lost, names confined to the
+cache folder, only its own temporary files ever deleted, keys that follow the config, the mode,
+the whole package's source and the code of a reader's variant of a config."""
 
 import copy
+import dataclasses
 import functools
+import importlib.util
 import json
 import os
 import re
+import tempfile
+import textwrap
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from attn_core import cache
+from attn_core.chapters import ch1_gated as ch1
+from attn_core.models import AttentionClassifier
 from attn_core.training import History
 
 STEPS, EVAL_EVERY = 5, 2
@@ -213,7 +221,20 @@ CORRUPTIONS = {
     "eval_steps off schedule (recorded)": lambda p: _rewrite(p, _set("eval_steps",
                                                                      lambda v: v + 1, True)),
     "object array": lambda p: _rewrite_raw(p, lambda a: _object_array_raw(a)),
+    "numbers rewritten, digest kept": lambda p: _rewrite_numbers(p),
+    "digest not a string": lambda p: _rewrite(p, lambda a, i: i.update(digest=5)),
 }
+
+
+def _rewrite_numbers(path):
+    """Issue 35's entry: accuracy 1.0 and a NaN loss curve, written by the cache's own writer
+    (a valid zip of the recorded names, shapes and dtypes) with the metadata it had, digest
+    included."""
+    with np.load(path, allow_pickle=False) as z:
+        payload = {k: z[k] for k in z.files}
+    payload["metrics/accuracy"] = np.ones_like(payload["metrics/accuracy"])
+    payload["train_loss"] = np.full_like(payload["train_loss"], np.nan)
+    cache._write_atomic(path, payload)
 
 
 def _rewrite_meta(path, text):
@@ -239,7 +260,8 @@ def test_load_history_rejects_broken_entries(tmp_path, corruption):
     path = tmp_path / "run.npz"
     cache.save_history(_history(), path)
     CORRUPTIONS[corruption](path)
-    with pytest.raises(ValueError, match=re.escape(f"{path} is not a valid attn_core cache entry")):
+    with pytest.raises(ValueError,
+                       match=re.escape(f"{path} is not a valid attn_core cache entry")):
         cache.load_history(path)
 
 
@@ -342,15 +364,61 @@ def test_cache_off(monkeypatch, tmp_path):
     assert compute.calls == 2 and _entries(tmp_path) == []
 
 
-def test_stale_temp_files_are_removed(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
-    stale, fresh = tmp_path / "demo-abc.npz.x1y2.tmp", tmp_path / "demo-abc.npz.z3w4.tmp"
-    stale.write_bytes(b"half")
-    fresh.write_bytes(b"being written")
+def _old(*paths):
+    """Make files two hours old (a killed writer's leftovers are an hour old or more)."""
     old = time.time() - 2 * 3600
-    os.utime(stale, (old, old))
+    for p in paths:
+        os.utime(p, (old, old))
+
+
+def test_only_the_caches_own_stale_temp_files_are_removed(tmp_path, monkeypatch):
+    """Issue 35: the cache folder may be a reader's folder. Only the cache's own temporaries
+    (``<name>-<key>.npz.<token>.tmp``, a part's in a ``.parts`` folder) an hour old go."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    key = cache.cache_key("other", {"x": 1})
+    stale = tmp_path / f"other-{key}.npz.k3j_9x2a.tmp"            # a killed writer's
+    fresh = tmp_path / f"other-{key}.npz.z3w4q8r1.tmp"            # a writer at work now
+    parts = tmp_path / f"other-{key}.parts"
+    parts.mkdir()
+    stale_part = parts / "fit0-group1-0123456789abcdef.npz.ab12cd34.tmp"
+    foreign = [tmp_path / "notes.tmp",                             # a reader's files
+               tmp_path / "x.npz.tmp", tmp_path / f"other-{key}.npz.tmp",
+               tmp_path / f"other-{key}.npz.k3j_9x2a.tmp.bak",
+               tmp_path / f"other-{key[:-1]}.npz.k3j_9x2a.tmp",
+               tmp_path / "my results.npz.k3j_9x2a.tmp", parts / "notes.tmp",
+               parts / "fit0-group1-0123456789abcdef.npz.tmp"]
+    for f in [stale, fresh, stale_part] + foreign:
+        f.write_bytes(b"half")
+    (tmp_path / f"other-{key}.npz.dir45678.tmp").mkdir()             # not a file: kept
+    _old(stale, stale_part, tmp_path / f"other-{key}.npz.dir45678.tmp", *foreign)
     cache.cached_history("demo", {}, Counter(), verbose=False)
-    assert not stale.exists() and fresh.exists()
+    assert not stale.exists() and not stale_part.exists()
+    assert fresh.exists() and all(f.exists() for f in foreign)
+    assert (tmp_path / f"other-{key}.npz.dir45678.tmp").is_dir()
+
+
+def test_the_temp_file_pattern_is_what_the_cache_writes(tmp_path, monkeypatch):
+    """The names the removal matches are the names the writes make (an entry's, a part's):
+    a change of either (a new key length, training's part names) fails here, not silently."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    made = []
+    mkstemp = tempfile.mkstemp
+
+    def record(*args, **kwargs):
+        fd, name = mkstemp(*args, **kwargs)
+        made.append(Path(name))
+        return fd, name
+
+    monkeypatch.setattr(cache.tempfile, "mkstemp", record)
+    with pytest.raises(KeyboardInterrupt):
+        cache.cached_history("resume", {"n": 8}, _resumable_run(_Interrupt(at_seed=1)))
+    cache.cached_history("demo.v2", {"x": 1}, Counter(), verbose=False)
+    entries = [p for p in made if p.parent == tmp_path]
+    parts = [p for p in made if p.parent.suffix == ".parts"]
+    assert len(entries) == 1 and len(parts) == 1
+    assert cache._ENTRY_TMP.fullmatch(entries[0].name), entries[0].name
+    assert cache._PART_TMP.fullmatch(parts[0].name), parts[0].name
+    assert cache._PARTS_DIR.fullmatch(parts[0].parent.name), parts[0].parent.name
 
 
 @pytest.mark.parametrize("name", ["../evil", "a/b", "/abs", "..", ".hidden", "", "a b", "-x",
@@ -490,6 +558,17 @@ def _change_part(key, value):
     return lambda arrays: arrays.update({key: value(arrays[key])})
 
 
+def _rewrite_part(path, change):
+    """Edit a part's arrays (``change(arrays)``) and record their digest anew: a part sound in
+    itself that records the wrong things, as a changed engine could write it."""
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    info = json.loads(str(arrays.pop("__meta__")))
+    change(arrays)
+    info["digest"] = cache._content_digest(arrays)
+    cache._write_atomic(path, {"__meta__": np.array(json.dumps(info)), **arrays})
+
+
 #: A part of an interrupted run (one member; steps=4, eval_every=2: 3 evaluations) whose arrays
 #: load but do not record what its group must, and the reason its warning gives.
 WRONG_PARTS = {
@@ -528,7 +607,7 @@ def test_a_part_recording_the_wrong_arrays_is_trained_again(tmp_path, monkeypatc
         cache.cached_history("resume", {"n": 6}, _resumable_run(_Interrupt(at_seed=2)))
     part = sorted(tmp_path.glob("resume-*.parts/*.npz"))[0]     # member 0's part
     change, why = WRONG_PARTS[wrong]
-    _rewrite_raw(part, change)
+    _rewrite_part(part, change)
     capsys.readouterr()
     second = _Interrupt()
     with pytest.warns(RuntimeWarning) as record:
@@ -560,7 +639,7 @@ def test_parts_that_disagree_with_every_group_loaded_are_trained_again(tmp_path,
             cache.cached_history("resume", {"n": 7}, _resumable_run(_Interrupt()))
     parts = sorted(tmp_path.glob("resume-*.parts/*.npz"))
     assert len(parts) == 4
-    _rewrite_raw(parts[bad], WRONG_PARTS["missing metric"][0])
+    _rewrite_part(parts[bad], WRONG_PARTS["missing metric"][0])
     second = _Interrupt()
     with pytest.warns(RuntimeWarning) as record:
         h = cache.cached_history("resume", {"n": 7}, _resumable_run(second))
@@ -604,3 +683,266 @@ def test_the_printed_name_can_differ_from_the_key(tmp_path, monkeypatch, capsys)
     assert [p.name.split("-")[0] for p in tmp_path.glob("demo-*")] == ["demo"]
     with pytest.raises(TypeError, match="label"):
         cache.cached_history("demo", {"steps": 4}, Counter(), label=3)
+
+
+# ------------------------------------------------------------- content digests (issue 35)
+def test_an_entry_without_a_digest_is_recomputed_once(tmp_path, monkeypatch):
+    """An entry that records no digest (written before digests were, or by something else)
+    cannot be told from a rewritten one: the cache moves it aside and recomputes it once.
+    load_history, which reads any file save_history wrote, reads it all the same."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    compute = Counter()
+    cache.cached_history("demo", {"x": 1}, compute, verbose=False)
+    (path,) = tmp_path.glob("demo-*.npz")
+    _rewrite(path, lambda a, i: i.pop("digest"))
+    _assert_same_history(cache.load_history(path), _history())
+    with pytest.warns(RuntimeWarning, match=re.escape(str(path)) + ".*records no content "
+                                            "digest.*moved aside.*recomputing"):
+        assert not cache.cached_history("demo", {"x": 1}, compute, verbose=False).cached
+    assert compute.calls == 2 and len(list(tmp_path.glob(f"{path.name}.corrupt-*"))) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.cached_history("demo", {"x": 1}, compute, verbose=False).cached
+    assert compute.calls == 2
+
+
+def test_a_rewritten_entry_is_not_loaded_as_computed(tmp_path, monkeypatch):
+    """Issue 35, finding 4: an entry rewritten with accuracy 1.0 and a NaN loss curve, a valid
+    zip of the recorded schema, was loaded as computed. Now: one warning line, moved aside,
+    recomputed."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    compute = Counter()
+    cache.cached_history("demo", {"x": 1}, compute, verbose=False)
+    (path,) = tmp_path.glob("demo-*.npz")
+    _rewrite_numbers(path)
+    with pytest.warns(RuntimeWarning) as record:
+        h = cache.cached_history("demo", {"x": 1}, compute, verbose=False)
+    (message,) = [str(w.message) for w in record]
+    assert "\n" not in message and "its arrays are not the ones saved" in message
+    assert compute.calls == 2 and not h.cached and np.isfinite(h.train_loss).all()
+    _assert_same_history(h, _history())
+    (aside,) = tmp_path.glob(f"{path.name}.corrupt-*")
+    with np.load(aside, allow_pickle=False) as z:
+        assert np.isnan(z["train_loss"]).all()        # the rewritten file, kept aside
+
+
+@pytest.mark.parametrize("how", ["numbers", "no digest"])
+def test_a_rewritten_part_is_trained_again(tmp_path, monkeypatch, how):
+    """A part of an interrupted run rewritten with other numbers (its digest kept), or with no
+    digest, is warned about, removed and its group trained again: the result is bitwise the
+    uninterrupted run's."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    reference = _resumable_run(_Interrupt())()
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 2$"):
+        cache.cached_history("resume", {"n": 9}, _resumable_run(_Interrupt(at_seed=2)))
+    part = sorted(tmp_path.glob("resume-*.parts/*.npz"))[0]
+    with np.load(part, allow_pickle=False) as z:
+        payload = {k: z[k] for k in z.files}
+    if how == "numbers":
+        payload["train_loss"] = np.full_like(payload["train_loss"], np.nan)
+        payload["metrics/accuracy"] = np.ones_like(payload["metrics/accuracy"])
+    else:
+        info = json.loads(str(payload["__meta__"]))
+        del info["digest"]
+        payload["__meta__"] = np.array(json.dumps(info))
+    cache._write_atomic(part, payload)
+    second = _Interrupt()
+    with pytest.warns(RuntimeWarning) as record:
+        h = cache.cached_history("resume", {"n": 9}, _resumable_run(second))
+    (message,) = _part_warnings(record)
+    why = "its arrays are not the ones saved" if how == "numbers" else "records no content digest"
+    assert f"saved part {part} " in message and why in message
+    assert set(second.seen) == {0, 2, 3}
+    _assert_same_numbers(h, reference)
+    _assert_same_model(h.model, reference.model)
+
+
+# -------------------------------------------------- a reader's variant of a config (issue 35)
+TINY = ch1.KeywordConfig(length=6, vocab=8, embed=4, hidden=4, steps=4, eval_every=2,
+                         eval_batch_size=16, batch_size=8, seeds=(0, 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class UniformKeyword(ch1.KeywordConfig):
+    """The move the book invites: the same fields, uniform attention in place of learned."""
+
+    def model_fn(self, task):
+        return functools.partial(AttentionClassifier, vocab=task.model_vocab, embed=self.embed,
+                                 hidden=self.hidden, attention="uniform")
+
+
+def test_a_variant_with_the_same_fields_gets_its_own_result(tmp_path, monkeypatch, capsys):
+    """Issue 35, finding 1: a subclass that overrides model_fn and keeps the fields had the
+    base's key, and run() returned the base's History as 'reused'."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    variant = UniformKeyword(**dataclasses.asdict(TINY))
+    assert variant.cache_name() == TINY.cache_name() and variant.cache_config() == \
+        TINY.cache_config()
+    base = TINY.run(progress=False)
+    capsys.readouterr()
+    mine = variant.run(progress=False)
+    assert "computed in" in capsys.readouterr().out and not mine.cached
+    np.testing.assert_allclose(mine.probes["attn_key"], 1 / 6, rtol=1e-6)   # uniform: its own
+    assert not np.allclose(base.probes["attn_key"][:, -1], 1 / 6, rtol=1e-6)
+    again = variant.run(progress=False)                 # the same variant: its own entry
+    assert again.cached and "reused the result" in capsys.readouterr().out
+    _assert_same_numbers(again, mine)
+    back = TINY.run(progress=False)                     # and the base keeps its own
+    assert back.cached
+    _assert_same_numbers(back, base)
+    assert len(list(tmp_path.glob("keyword-learned-*.npz"))) == 2
+
+
+def test_package_configs_keep_their_keys(tmp_path, monkeypatch):
+    """A config class of the package adds nothing to the key (its code is in the package's
+    digest): its entry is the one cache_key(name, config) names, as before issue 35."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    assert cache.code_identity(ch1.KeywordConfig) == (None, None)
+    TINY.run(progress=False)
+    key = cache.cache_key(TINY.cache_name(), TINY.cache_config())
+    assert [p.name for p in tmp_path.glob("*.npz")] == [f"keyword-learned-{key}.npz"]
+    code, why = cache.code_identity(UniformKeyword)
+    assert why is None and code["class"] == f"{__name__}.UniformKeyword"
+    assert cache.cache_key("a", {}, code) != cache.cache_key("a", {})
+
+
+def _cell(source, number, namespace):
+    """Run ``source`` as IPython runs a notebook cell (its compiler caches the cell's text in
+    linecache under a name of its own, which is how inspect reads it back)."""
+    from IPython.core.compilerop import CachingCompiler
+
+    compiler = CachingCompiler()
+    name = compiler.cache(source, number)
+    exec(compiler(source, name, "exec"), namespace)
+
+
+VARIANT_CELL = """
+import functools
+from dataclasses import dataclass
+from attn_core.chapters.ch1_gated import KeywordConfig
+from attn_core.models import AttentionClassifier
+
+@dataclass(frozen=True)
+class Variant(KeywordConfig):
+    def model_fn(self, task):
+        return functools.partial(AttentionClassifier, vocab=task.model_vocab,
+                                 embed=self.embed, hidden=self.hidden, attention=ATTENTION)
+"""
+
+
+def test_a_notebook_variant_is_keyed_by_its_source(tmp_path, monkeypatch, capsys):
+    """In a notebook (IPython's cells), the same variant run again -- even from a cell run
+    anew -- reuses its own entry; once its override's source changes, it is another entry."""
+    pytest.importorskip("IPython")
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
+    user = {"__name__": "__main__"}
+    fields = dataclasses.asdict(TINY)
+    _cell("ATTENTION = 'uniform'\n" + VARIANT_CELL, 1, user)
+    first = user["Variant"](**fields).run(progress=False)
+    assert not first.cached
+    np.testing.assert_allclose(first.probes["attn_key"], 1 / 6, rtol=1e-6)
+    _cell("ATTENTION = 'uniform'\n" + VARIANT_CELL, 2, user)         # the same cell again
+    again = user["Variant"](**fields).run(progress=False)
+    assert again.cached
+    _assert_same_numbers(again, first)
+    changed = VARIANT_CELL.replace("attention=ATTENTION", "attention='learned'")
+    _cell("ATTENTION = 'uniform'\n" + changed, 3, user)              # the override changed
+    learned = user["Variant"](**fields).run(progress=False)
+    assert not learned.cached
+    _assert_same_numbers(learned, TINY.run(progress=False, cache=False))
+    _cell("ATTENTION = 'learned'\n" + VARIANT_CELL, 4, user)         # a global it reads
+    assert not user["Variant"](**fields).run(progress=False).cached
+    assert "not cached" not in capsys.readouterr().out
+    assert len(list(tmp_path.glob("keyword-learned-*.npz"))) == 3
+
+
+def _load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_key_follows_the_code_that_runs(tmp_path, monkeypatch):
+    """A variant in a file, its helper function, and the file edited after it was imported:
+    the key follows what runs (bytecode) as well as what the file says (source), so code
+    that was not reloaded never takes the edited code's key."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = textwrap.dedent("""
+        import functools
+        from dataclasses import dataclass
+        from attn_core.chapters.ch1_gated import KeywordConfig
+        from attn_core.models import AttentionClassifier
+
+        def attention():
+            return "uniform"
+
+        @dataclass(frozen=True)
+        class Variant(KeywordConfig):
+            def model_fn(self, task):
+                return functools.partial(AttentionClassifier, vocab=task.model_vocab,
+                                         embed=self.embed, hidden=self.hidden,
+                                         attention=attention())
+        """)
+    file = tmp_path / "reader_variant.py"
+    file.write_text(source)
+    old = _load_module(file, "reader_variant")
+    keys = [cache.code_identity(old.Variant)]
+    file.write_text(source.replace('return "uniform"', 'return "learned"  # edited'))
+    keys.append(cache.code_identity(old.Variant))       # edited, not reloaded
+    new = _load_module(file, "reader_variant")
+    keys.append(cache.code_identity(new.Variant))       # reloaded
+    assert all(why is None for _, why in keys)
+    assert len({code["code"] for code, _ in keys}) == 3
+    assert {code["class"] for code, _ in keys} == {"reader_variant.Variant"}
+
+
+TYPED_AT_A_PROMPT = """
+@dataclass(frozen=True)
+class Typed(KeywordConfig):
+    def model_fn(self, task):
+        return partial(AttentionClassifier, vocab=task.model_vocab, embed=self.embed,
+                       hidden=self.hidden, attention="uniform")
+"""
+
+
+@pytest.mark.parametrize("where, why", [
+    ("method", "Typed.model_fn's source cannot be read"),
+    ("helper", "Typed.model_fn uses helper, whose source cannot be read"),
+    ("value", "Typed.model_fn uses SEED, a Generator the cache cannot identify"),
+])
+def test_code_that_cannot_be_read_is_not_cached(tmp_path, monkeypatch, capsys, where, why):
+    """A class typed where its source is not kept (``python -c``, a plain Python prompt): its
+    runs are computed every time, never saved, and the first one says why, once."""
+    monkeypatch.setenv("ATTN_CACHE", str(tmp_path / "cache"))
+    user = {"__name__": "__main__", "dataclass": dataclasses.dataclass,
+            "KeywordConfig": ch1.KeywordConfig, "partial": functools.partial,
+            "AttentionClassifier": AttentionClassifier}
+    source = TYPED_AT_A_PROMPT
+    if where == "method":
+        exec(compile(source, "<string>", "exec"), user)     # what `python -c` compiles
+    else:
+        exec(compile("def helper():\n    return 'uniform'\n", "<stdin>", "exec"), user)
+        user["SEED"] = np.random.default_rng(0)
+        use = "helper()" if where == "helper" else "'uniform' if SEED else None"
+        file = tmp_path / "typed.py"                       # the class in a file
+        file.write_text("from dataclasses import dataclass\n" + source.replace('"uniform"', use))
+        exec(compile(file.read_text(), str(file), "exec"), user)
+    config = user["Typed"](**dataclasses.asdict(TINY))
+    assert cache.code_identity(user["Typed"]) == (None, why)
+    runs = [config.run(progress=False) for _ in range(2)]
+    out = capsys.readouterr().out.replace("\n  ", " ").splitlines()   # lines unwrapped
+    assert out[0] == f"[cache] keyword-learned: not cached -- {why}"
+    assert len(out) == 3 and all(line.startswith("[cache] keyword-learned: computed in ")
+                                 for line in out[1:])
+    assert not any(h.cached for h in runs) and not (tmp_path / "cache").exists()
+    np.testing.assert_allclose(runs[1].probes["attn_key"], 1 / 6, rtol=1e-6)
+
+
+def test_code_identity_checks_its_argument():
+    with pytest.raises(TypeError, match="cls must be a class"):
+        cache.code_identity(TINY)
+    with pytest.raises(TypeError, match="config_class must be a class or None"):
+        cache.cached_history("demo", {}, Counter(), config_class=TINY)
+    with pytest.raises(TypeError, match="code must be a dict or None"):
+        cache.cache_key("demo", {}, code="abc")

@@ -10,7 +10,8 @@ An experiment config is a frozen dataclass that subclasses :class:`Experiment` a
 and :meth:`Experiment.run` trains it through the one engine (:func:`attn_core.training.train`),
 computing the result once per configuration and reusing it afterwards
 (:func:`attn_core.cache.cached_history`: the cache key is the experiment's name, its fields,
-the mode, the device type and the package source).
+the mode, the device type and the package source; for a config class defined outside the
+package -- a reader's variant -- also its class and its code).
 """
 
 from __future__ import annotations
@@ -183,11 +184,15 @@ class Experiment:
         """Train every member and return the :class:`~attn_core.training.History`.
 
         With ``cache=True`` a result computed before for this exact config (and package
-        source) is loaded instead, and the call prints which of the two happened.
+        source) is loaded instead, and the call prints which of the two happened. A subclass
+        defined outside the package (a reader's variant in a notebook) is keyed by its own
+        code as well, so it never receives its base's result; if that code cannot be read
+        (typed at a prompt), its runs are not cached (:func:`attn_core.cache.code_identity`).
         """
         if not isinstance(progress, bool) or not isinstance(cache, bool):
             raise TypeError("progress and cache must be True or False")
         if not cache:
             return self.train(progress)
         return cached_history(self.cache_name(), self.cache_config(),
-                              lambda: self.train(progress), label=self.display_name())
+                              lambda: self.train(progress), label=self.display_name(),
+                              config_class=type(self))
