@@ -15,6 +15,7 @@ from attn_core.data import CopyTask
 from attn_core.exercises import ch1 as ex1
 from attn_core.exercises import ch6 as ex6
 from attn_core.models import Seq2Seq
+from attn_core.training import train
 
 SEQ2SEQ = functools.partial(Seq2Seq, vocab=13, embed=8, hidden=8)
 
