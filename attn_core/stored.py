@@ -461,11 +461,19 @@ def stored_run(config, live: int = 1) -> History:
     StoredMismatch naming the file and the script if there is no stored entry for this exact
     configuration, or it is changed, partial or recorded other keys; a live difference beyond
     the envelope raises under ``ATTN_STORED=strict`` and is reported otherwise (the History
-    then has ``confirmed=False``). ``ATTN_STORED=off``, full mode and smoke runs train every
-    member now (``config.run()``).
+    then has ``confirmed=False``). ``ATTN_STORED=off``, full mode, smoke runs and a
+    reader's variant of the config (a subclass defined outside the package, e.g. in a
+    notebook, which may compute something else with the same fields) train every member now
+    (``config.run()``).
     """
     live = check_int("live", live, 1)
     if get_mode() != "fast" or env_max_steps() is not None or env_stored() == "off":
+        return config.run()
+    from .cache import code_identity
+    variant, unreadable = code_identity(type(config))
+    if variant is not None or unreadable is not None:
+        # a reader's variant (a subclass defined outside the package) is not what was
+        # stored, whatever its fields: it trains every member now (cached by its own code)
         return config.run()
     path = stored_path(config)
     h = _load_entry(config)

@@ -312,3 +312,23 @@ def test_chapter5_stored_configs_name_a_wrong_config():
         ch5_multihead.screen_configs(TINY)
     with pytest.raises(ValueError, match="labels must have one entry per candidate"):
         ch5_multihead.combination_configs(ch5_multihead.RESCUE.fast, ["good"] * 3)
+
+
+class _TwiceTheRate(CopyConfig):
+    """A reader's variant (#35): the same fields as TINY, another learning rate in code."""
+
+    def train_kwargs(self) -> dict:
+        return {**super().train_kwargs(), "lr": 2 * self.lr}
+
+
+def test_a_readers_variant_trains_instead_of_loading_the_stored_base(store, capsys):
+    _store()
+    variant = _TwiceTheRate(**{f: getattr(TINY, f) for f in TINY.__dataclass_fields__})
+    assert stored.stored_path(variant) == stored.stored_path(TINY)   # the same fields
+    h = stored.stored_run(variant)
+    assert not getattr(h, "stored", False) and h.n_members == 3
+    assert "[stored]" not in capsys.readouterr().out
+    base = stored.stored_run(TINY)
+    assert base.stored
+    assert not np.array_equal(h.metrics["loss"], base.metrics["loss"])
+    np.testing.assert_array_equal(h.metrics["loss"], variant.train(False).metrics["loss"])
