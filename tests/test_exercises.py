@@ -112,3 +112,18 @@ def test_expect_close_names_the_first_entry_off_and_never_the_expected_value():
         expect_close(want * np.array([[1, 1], [1, 1.001]]), want, "p")
     with pytest.raises(Wrong, match=r"^x is off: yours is 2 \(not a rounding difference\)$"):
         expect_close(2.0, 1.0, "x")
+
+
+def test_as_array_reads_tensors_that_still_require_grad_in_lists_and_tuples():
+    """A reader's answer may be a list or tuple of tensors still attached to autograd: the
+    checkers read their values (before, np.asarray raised torch's RuntimeError inside the
+    checker, which then blamed the reader's function)."""
+    from attn_core.exercises import as_array
+
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 3
+    np.testing.assert_array_equal(as_array([y, y + 1], "x"), [[3, 6], [4, 7]])
+    np.testing.assert_array_equal(as_array((y[0], y[1]), "x"), [3, 6])
+    np.testing.assert_array_equal(as_array(y, "x"), [3, 6])
+    with pytest.raises(Wrong, match="x should be a number or an array of numbers"):
+        as_array(["a", y], "x")

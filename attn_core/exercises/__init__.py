@@ -129,11 +129,14 @@ def checker(title: str):
 def as_array(x, what: str) -> np.ndarray:
     """``x`` (a number, array or tensor) as a float64 NumPy array; :class:`Wrong` if it is not
     numeric."""
-    if hasattr(x, "detach"):  # a torch tensor
+    if hasattr(x, "detach"):  # a torch tensor (one that still requires grad too)
         x = x.detach().cpu().numpy()
+    elif isinstance(x, (list, tuple)):   # e.g. a list of tensors that still require grad
+        x = [as_array(v, what) if hasattr(v, "detach") or isinstance(v, (list, tuple))
+             else v for v in x]
     try:
         arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RuntimeError):
         raise Wrong(f"{what} should be a number or an array of numbers; got "
                     f"{type(x).__name__}") from None
     return arr
