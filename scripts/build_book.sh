@@ -51,7 +51,14 @@ executed=$SECONDS
 # and errors, not its per-page progress; ATTN_BUILD_VERBOSE=1 shows that too.
 quiet=(-q)
 [ "${ATTN_BUILD_VERBOSE:-0}" = 1 ] && quiet=()
-_attn_drop_stderr "$kernel_noise" jupyter-book build . "${quiet[@]}" "${extra[@]}" "$@"
+# jupyter-book's closing banner (where the HTML is) is left out: the last line says it.
+esc=$'\033'
+banner="^($esc\\[[0-9;]*m)*(=+($esc\\[[0-9;]*m)*|Finished generating HTML for book\\.|Your book.s"
+banner+=" HTML pages are here:|You can look at your book by opening this file in a browser:|Or"
+banner+=" paste this line directly into your browser bar:|    (_build/html/(index\\.html)?|file://"
+banner+=".*)|)[[:space:]]*$"
+_attn_drop_stderr "$kernel_noise" jupyter-book build . "${quiet[@]}" "${extra[@]}" "$@" \
+    | { grep -Ev "$banner" || true; }
 echo "$mode" > _build/.attn_mode
 echo "$code_stamp" > _build/.attn_code_stamp
 echo "[build] stage times: execute notebooks $((executed - start)) s," \

@@ -134,7 +134,8 @@ def test_the_build_log_is_quiet_and_reports_each_chapters_claims():
         pytest.skip("no _build/build.log: the test command (scripts/run_tests.sh) writes it")
     text = log.read_text()
     noise = ["Kernel is running over TCP", "reading sources...", "writing output...",
-             "copying images...", "is ignored: it is neither a file nor a directory"]
+             "copying images...", "is ignored: it is neither a file nor a directory",
+             "Finished generating HTML for book"]
     assert not [n for n in noise if n in text], [n for n in noise if n in text]
     for nb in NOTEBOOKS:
         assert re.search(rf"\[execute\] {nb.stem}: \d+ s; all \d+ claims of .+ hold", text), \
