@@ -265,8 +265,7 @@ def _readable(fn) -> bool:
 def _array_identity(arr: np.ndarray, path: tuple) -> dict:
     if arr.dtype.hasobject:
         _fail_value(path, "an array of Python objects")
-    return {"array": [arr.dtype.str, list(arr.shape),
-                      hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()]}
+    return {"array": _content_digest({"": arr})}     # its dtype, shape and bytes
 
 
 def _identify(value, path: tuple, seen: dict):
@@ -716,21 +715,21 @@ def _remove_stale_tmp(root: Path) -> None:
         except OSError:
             pass
 
-    try:
-        names = list(root.iterdir())
-    except OSError:
-        return
-    for f in names:
+    for f in _listing(root):
         if _ENTRY_TMP.fullmatch(f.name):
             remove_if_stale(f)
         elif _PARTS_DIR.fullmatch(f.name) and f.is_dir() and not f.is_symlink():
-            try:
-                inner = list(f.iterdir())
-            except OSError:
-                continue
-            for g in inner:
+            for g in _listing(f):
                 if _PART_TMP.fullmatch(g.name):
                     remove_if_stale(g)
+
+
+def _listing(folder: Path) -> list[Path]:
+    """The entries of ``folder``; none when it cannot be listed."""
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
 
 
 def _move_aside(path: Path, reason: str) -> None:

@@ -410,7 +410,7 @@ def test_the_temp_file_pattern_is_what_the_cache_writes(tmp_path, monkeypatch):
         return fd, name
 
     monkeypatch.setattr(cache.tempfile, "mkstemp", record)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted at member 1$"):
         cache.cached_history("resume", {"n": 8}, _resumable_run(_Interrupt(at_seed=1)))
     cache.cached_history("demo.v2", {"x": 1}, Counter(), verbose=False)
     entries = [p for p in made if p.parent == tmp_path]
