@@ -434,17 +434,16 @@ class Trainer:
         losses = torch.empty(n_members, self.steps)
         metric_log: dict[str, list] = {}
         probe_log: dict[str, list] = {}
-        evaluations: list = []  # one entry per evaluation done
 
         def evaluate():
             model.eval()
+            first = not metric_log          # no evaluation recorded yet
             with torch.no_grad():
                 for k, v in model.evaluate(eval_batch).items():
                     metric_log.setdefault(k, []).append(v.detach().float().cpu())
                 seen: set[str] = set()
                 # at the first evaluation, every probe also sees the members in another number
-                twin = _twin(model, eval_batch) if probes and not evaluations else None
-                evaluations.append(True)
+                twin = _twin(model, eval_batch) if probes and first else None
                 for fn in probes:
                     out = _probe_output(fn, model, eval_batch)
                     if twin is not None:
@@ -505,7 +504,7 @@ def _twin(model: StackedModule, batch: dict):
     probe that reduces over the members records that member's own value there (the batched
     run of the same probe fails, naming it). Checking it twice over would cost a second,
     double-sized probe call per member (measured: a full-size chapter 4 smoke run 2.8 ->
-    5.3 s). None too when the model cannot be split (the shape check still runs)."""
+    4.0 s). None too when the model cannot be split (the shape check still runs)."""
     if model.n_members == 1:
         return None
     try:
@@ -519,15 +518,14 @@ def _check_twin(fn, out: dict, twin_model: StackedModule, twin_batch: dict) -> N
     the group's :func:`_twin` (member 0 alone) too, with the same trailing shapes: a probe
     whose rows do not follow the members (a vector that happens to have S entries, a
     reduction over members) fails batched, instead of recording other numbers."""
-    how = "member 0 alone"
-    other = _probe_output(fn, twin_model, twin_batch, f" (checked on {how})")
+    other = _probe_output(fn, twin_model, twin_batch, " (checked on member 0 alone)")
     for k, v in out.items():
         if k not in other or tuple(other[k].shape[1:]) != tuple(v.shape[1:]):
             got = f"shape {tuple(other[k].shape)}" if k in other else "nothing"
             raise ValueError(
                 f"probe {_probe_name(fn)} returned {k!r} with shape {tuple(v.shape)} for a "
-                f"model of {v.shape[0]} member{'s' if v.shape[0] != 1 else ''} and {got} "
-                f"for {how}: a probe's record of a member must not depend on how many "
+                f"model of {v.shape[0]} members and {got} "
+                f"for member 0 alone: a probe's record of a member must not depend on how many "
                 f"members the model has (looped and batched runs would record different "
                 f"things)")
 
