@@ -171,6 +171,13 @@ def _png_width_dpi(data) -> tuple[int, float | None]:
     return width, None
 
 
+def _png_text_pt(fig: Figure, png) -> dict:
+    """:func:`rendered_text_pt` of ``fig`` measured on ``png``, the image just made of it
+    (bytes or base64 text): its width, and its resolution where it records one."""
+    width, dpi = _png_width_dpi(png)
+    return _text_pt(fig, width, dpi or DPI)
+
+
 def _record_text_size_in_ipython() -> None:
     """Wrap IPython's PNG formatter for figures so that each displayed figure carries its
     :func:`rendered_text_pt` in the output's metadata. The inline backend installs its own
@@ -210,8 +217,7 @@ def _wrap_png_formatter(ip) -> None:
             return None
         png = data[0] if isinstance(data, tuple) else data
         try:                # measured on the PNG just made: the figure is not drawn again
-            width, dpi = _png_width_dpi(png)
-            sizes = _text_pt(fig, width, dpi or DPI)
+            sizes = _png_text_pt(fig, png)
         except (ValueError, TypeError, IndexError):
             sizes = rendered_text_pt(fig)
         meta = {"attn_text_pt": {k: v for k, v in sizes.items()
@@ -331,7 +337,7 @@ def figure_slider(
             )
         try:
             frames.append(fig_to_png(fig))
-            sizes = _text_pt(fig, _png_width_dpi(frames[-1])[0], DPI)
+            sizes = _png_text_pt(fig, frames[-1])
             smallest = {w: min(smallest[w], sizes[w]) for w in COLUMN_PX}
         finally:
             plt.close(fig)
