@@ -468,7 +468,7 @@ def test_the_executor_reports_each_notebooks_claims_summary(tmp_path):
 def test_the_footers_cite_link_reaches_the_intros_how_to_cite_from_every_page():
     """The footer is the same HTML on every page: its relative link must resolve from the
     folder of each page in the table of contents, to a section the intro has."""
-    footer = yaml.safe_load((ROOT / "_config.yml").read_text())["html"]["extra_footer"]
+    footer = _config()["html"]["extra_footer"]
     href = re.search(r'href="([^"]*how-to-cite)"', footer).group(1)
     target, anchor = href.split("#")
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
