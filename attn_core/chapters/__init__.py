@@ -10,8 +10,8 @@ runners and the few helpers its notebook needs; a notebook imports only its own 
 - :mod:`.ch3_ibm1`      chapter 3: translation with a hidden dictionary, proxy, KTIW probes
 - :mod:`.ch4_copy`      chapter 4: the permutation-copy failure
 - :mod:`.ch5_multihead` chapter 5: good and bad heads, and the multi-head rescue
-- :mod:`.ch6_transformer` chapter 6 (in progress, not yet in the book): does a
-  Transformer fail too? An encoder-decoder Transformer on chapter 4's tasks
+- :mod:`.ch6_transformer` chapter 6: does a Transformer fail too? An encoder-decoder
+  Transformer on chapter 4's tasks
 
 Every experiment config subclasses :class:`._experiment.Experiment` (``config.run()``).
 A chapter may import an earlier one (chapter 5 builds on chapter 4's config).
