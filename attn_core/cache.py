@@ -76,7 +76,7 @@ import numpy as np
 import torch
 
 from .checks import check_bool
-from .config import env_cache, env_max_steps, get_device, get_mode, wrap_line
+from .config import env_cache, env_max_steps, env_smoke_batch, get_device, get_mode, wrap_line
 from .training import GROUP_STORE, History, _eval_schedule
 
 __all__ = ["cache_dir", "cache_key", "check_cache_name", "code_identity", "save_history",
@@ -930,7 +930,10 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
                           f"but not saved to {root} (ATTN_CACHE=off disables the cache)",
                           RuntimeWarning, stacklevel=2)
     if verbose and cap is not None:
-        print(wrap_line(f"[smoke] {shown}: at most {cap} steps (ATTN_MAX_STEPS), not cached"))
+        batch = env_smoke_batch()
+        per = "" if batch is None else f" and {batch} examples a batch"
+        print(wrap_line(f"[smoke] {shown}: at most {cap} steps{per} (ATTN_MAX_STEPS), "
+                        f"not cached"))
     elif verbose:
         print(wrap_line(f"[cache] {shown}: computed in {h.seconds:.0f} s"
                         + (" (saved)" if saved else "")))

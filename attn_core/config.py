@@ -10,6 +10,7 @@ else; a bad value raises a ValueError that names the variable and the values it 
     ATTN_WORKERS=2     # worker processes (default: the usable CPU cores)   -> env_workers()
     ATTN_CACHE=off     # results cache folder, or off (default ~/.cache/attn_core) -> env_cache()
     ATTN_MAX_STEPS=2   # smoke run: every training at most this many steps  -> env_max_steps()
+    ATTN_SMOKE_BATCH=16  # ... and its largest batch per member, or off     -> env_smoke_batch()
     ATTN_STORED=check  # stored runs: check (default), strict or off         -> env_stored()
 
 Every experiment config is a :class:`Preset`: one value for fast, one for full;
@@ -34,7 +35,7 @@ from .checks import check_int
 
 __all__ = ["MODES", "DEVICE_KINDS", "Preset", "available_cores", "describe", "env_cache",
            "first_seeds", "env_stored", "STORED_MODES",
-           "env_mode", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
+           "env_mode", "env_smoke_batch", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
            "set_threads"]
 
 MODES = ("fast", "full", "auto")
@@ -137,8 +138,10 @@ def env_max_steps() -> int | None:
     """``ATTN_MAX_STEPS``: a smoke run's cap on every training run's steps (an int >= 1), or
     None when unset or empty (no cap).
 
-    Under the cap every experiment runs at its configured shapes for at most that many steps --
-    which catches shape, device and memory mistakes in minutes -- its results are never cached
+    Under the cap every experiment runs at its configured model and sequence shapes for at
+    most that many steps, on training and evaluation batches of at most
+    :func:`env_smoke_batch` examples a member -- which catches shape and device mistakes in
+    minutes (not memory ones: the batch is smaller) -- its results are never cached
     (:mod:`attn_core.cache`) and the chapters' claims are shown but not asserted
     (:meth:`attn_core.claims.Claims.assert_all`): a smoke run proves plumbing, not science.
     """
@@ -148,6 +151,27 @@ def env_max_steps() -> int | None:
     if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
         raise ValueError(f"ATTN_MAX_STEPS must be an int >= 1 (a smoke run's cap on training "
                          f"steps), or unset for none; got {raw!r}")
+    return int(raw)
+
+
+#: A smoke run's largest batch per member when ``ATTN_SMOKE_BATCH`` is unset.
+SMOKE_BATCH = 16
+
+
+def env_smoke_batch() -> int | None:
+    """``ATTN_SMOKE_BATCH``: in a smoke run (``ATTN_MAX_STEPS``), the largest training and
+    evaluation batch a member gets -- an int >= 1, default :data:`SMOKE_BATCH` (16) -- or None
+    for ``off``: the configured batches, so that a capped run is exactly the first steps of
+    the real one (the stored results' live checks compare such prefixes with their records:
+    :func:`attn_core.stored.step_cap` sets it). Read only under ``ATTN_MAX_STEPS``."""
+    raw = os.environ.get("ATTN_SMOKE_BATCH", "")
+    if raw.strip() == "":
+        return SMOKE_BATCH
+    if raw.strip().lower() == "off":
+        return None
+    if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
+        raise ValueError(f"ATTN_SMOKE_BATCH must be an int >= 1 (a smoke run's largest batch "
+                         f"per member) or off (the configured batches); got {raw!r}")
     return int(raw)
 
 

@@ -560,15 +560,17 @@ def step_cap(upto: int | None):
         yield
         return
     upto = check_int("upto", upto, 1)
-    old = os.environ.get("ATTN_MAX_STEPS")
-    os.environ["ATTN_MAX_STEPS"] = str(upto)
+    # the step cap of a smoke run, at the configured batches (ATTN_SMOKE_BATCH=off)
+    old = {k: os.environ.get(k) for k in ("ATTN_MAX_STEPS", "ATTN_SMOKE_BATCH")}
+    os.environ.update(ATTN_MAX_STEPS=str(upto), ATTN_SMOKE_BATCH="off")
     try:
         yield
     finally:
-        if old is None:
-            del os.environ["ATTN_MAX_STEPS"]
-        else:
-            os.environ["ATTN_MAX_STEPS"] = old
+        for k, v in old.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
 
 
 def main(argv=None) -> int:

@@ -47,7 +47,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from .checks import check_bool, check_choice, check_int, check_real
-from .config import SEED_SALTS, env_max_steps, env_workers, get_device
+from .config import SEED_SALTS, env_max_steps, env_smoke_batch, env_workers, get_device
 from .stacked import StackedModule, member, stack_members
 
 __all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
@@ -238,6 +238,12 @@ class Trainer:
         cap = env_max_steps()
         if cap is not None and self.steps > cap:
             self.steps = cap
+        smoke_batch = None if cap is None else env_smoke_batch()
+        if smoke_batch is not None:
+            # ... on at most ATTN_SMOKE_BATCH examples a batch, training and evaluation: the
+            # papers' model and sequence shapes, a smaller batch (plumbing, not numbers)
+            self.batch_size = min(self.batch_size, smoke_batch)
+            self.eval_batch_size = min(self.eval_batch_size, smoke_batch)
         check_bool("progress", self.progress)
         if not isinstance(self.desc, str):
             raise TypeError(f"desc must be a string; got {type(self.desc).__name__}")

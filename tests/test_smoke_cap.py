@@ -1,10 +1,11 @@
 """ATTN_MAX_STEPS, the smoke run's cap: every training run stops at the cap (the same numbers
-as the first steps of the full run), nothing is cached or loaded as a real result, and the
-claims are shown, labelled, but not asserted."""
+as the first steps of the full run) on batches of at most SMOKE_BATCH, nothing is cached or
+loaded as a real result, and the claims are shown, labelled, but not asserted."""
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 
 import numpy as np
@@ -12,9 +13,10 @@ import pytest
 
 from attn_core import cache
 from attn_core.claims import Claims
-from attn_core.config import env_max_steps
+from attn_core.config import SMOKE_BATCH, env_max_steps, env_smoke_batch
 from attn_core.data import KeywordTask
 from attn_core.models import AttentionClassifier
+from attn_core.stored import step_cap
 from attn_core.training import train
 
 
@@ -36,6 +38,24 @@ def test_bad_attn_max_steps_is_named(monkeypatch, raw):
         env_max_steps()
 
 
+@pytest.mark.parametrize("raw, want", [(None, 16), ("", 16), ("4", 4), (" 32 ", 32),
+                                       ("off", None), ("OFF", None)])
+def test_env_smoke_batch(monkeypatch, raw, want):
+    if raw is None:
+        monkeypatch.delenv("ATTN_SMOKE_BATCH", raising=False)
+    else:
+        monkeypatch.setenv("ATTN_SMOKE_BATCH", raw)
+    assert env_smoke_batch() == want
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "8.0", "none", "1e2"])
+def test_bad_attn_smoke_batch_is_named(monkeypatch, raw):
+    monkeypatch.setenv("ATTN_SMOKE_BATCH", raw)
+    with pytest.raises(ValueError, match=r"ATTN_SMOKE_BATCH must be an int >= 1 .* or off "
+                       r".*got " + re.escape(repr(raw))):
+        env_smoke_batch()
+
+
 def _run(steps=6):
     fn = functools.partial(AttentionClassifier, vocab=10, embed=4, hidden=4)
     return train(fn, KeywordTask(6, 10), [0, 1], steps=steps, eval_every=2, batch_size=4,
@@ -54,6 +74,54 @@ def test_every_run_stops_at_the_cap_with_the_full_runs_first_steps(monkeypatch):
     assert _run(steps=2).train_loss.shape == (2, 2)      # under the cap: unchanged
 
 
+def test_a_smoke_run_trains_and_evaluates_on_batches_of_at_most_smoke_batch(monkeypatch):
+    seen = []
+
+    class Recording(KeywordTask):
+        def sample(self, generator, batch_size):
+            seen.append(batch_size)
+            return super().sample(generator, batch_size)
+
+    fn = functools.partial(AttentionClassifier, vocab=10, embed=4, hidden=4)
+
+    def run(batch, eval_batch):
+        seen.clear()
+        h = train(fn, Recording(6, 10), [0], steps=3, eval_every=2, batch_size=batch,
+                  eval_batch_size=eval_batch, progress=False, workers=1)
+        return h, sorted(set(seen))
+
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    assert run(40, 50)[1] == [40, 50]                                   # no cap: as asked
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    assert SMOKE_BATCH == 16
+    h, sizes = run(40, 50)
+    assert sizes == [SMOKE_BATCH] and h.config["batch_size"] == SMOKE_BATCH   # both batches
+    assert run(8, 12)[1] == [8, 12]                                     # under it: unchanged
+    monkeypatch.setenv("ATTN_SMOKE_BATCH", "20")
+    assert run(40, 50)[1] == [20]
+    monkeypatch.setenv("ATTN_SMOKE_BATCH", "off")
+    assert run(40, 50)[1] == [40, 50]
+
+
+def test_step_cap_trains_a_prefix_of_the_real_run_at_its_batches(monkeypatch):
+    # the stored results' live checks compare a capped run with the first steps of their
+    # record: the cap must not change the batches (ATTN_SMOKE_BATCH=off inside step_cap)
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    monkeypatch.delenv("ATTN_SMOKE_BATCH", raising=False)
+    fn = functools.partial(AttentionClassifier, vocab=10, embed=4, hidden=4)
+
+    def run(steps):
+        return train(fn, KeywordTask(6, 10), [0], steps=steps, eval_every=2, batch_size=40,
+                     progress=False, workers=1)
+
+    full = run(6)
+    with step_cap(3):
+        prefix = run(6)
+    assert prefix.config["batch_size"] == 40
+    assert np.array_equal(prefix.train_loss, full.train_loss[:, :3])
+    assert "ATTN_MAX_STEPS" not in os.environ and "ATTN_SMOKE_BATCH" not in os.environ
+
+
 def test_a_smoke_run_is_never_cached_nor_loaded(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
     monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
@@ -66,8 +134,8 @@ def test_a_smoke_run_is_never_cached_nor_loaded(monkeypatch, tmp_path, capsys):
     assert h.train_loss.shape[1] == 2 and real.train_loss.shape[1] == 6
     cache.cached_history("smoke", {"a": 2}, _run)
     assert len(list(tmp_path.glob("smoke-*"))) == 1                    # nothing new saved
-    assert "[smoke] smoke: at most 2 steps (ATTN_MAX_STEPS), not cached" in \
-        capsys.readouterr().out
+    assert "[smoke] smoke: at most 2 steps and 16 examples a batch (ATTN_MAX_STEPS), not " \
+        "cached" in " ".join(capsys.readouterr().out.split())          # one line, wrapped
 
 
 def test_claims_of_a_smoke_run_are_shown_labelled_but_not_asserted(monkeypatch, capsys):
