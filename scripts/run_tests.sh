@@ -80,16 +80,20 @@ timed "book build" bash -o pipefail -c \
 
 
 stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), side by side"
-# One pytest run over them, the longest first (measured 2026-11-26 on a 97 GFLOP/s core, one
-# worker each: the smoke runs of chapter 5 ~72 s, chapter 4 ~65 s, chapter 3 ~50 s; the
-# browser check ~65 s, mostly waiting on Chromium, so it goes early beside the heavy
-# notebooks; the rehearsal ~37 s, the rest 5-30 s). The rehearsal sets its own ATTN_*.
+# One pytest run over them, a file at a time per process, in the order given (pytest-xdist
+# would otherwise start the files with the most tests first, the notebooks, and leave the
+# long single tests for the end), the longest first: measured 2026-11-26 on a 92 GFLOP/s
+# core, one worker each, the browser check ~70 s (a third of it waiting on Chromium), the
+# smoke run of chapter 3 ~41 s (its full-size count tables and EM, not training), the
+# JupyterLab test ~38 s, the rehearsal ~30 s, the smoke runs of chapters 5, 4, 2 and 6
+# 21, 16, 14 and 13 s. The rehearsal sets its own ATTN_*.
 timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     ATTN_MODE=full ATTN_MAX_STEPS=2 \
-    python -m pytest -ra -n 2 --durations=15 --dist loadfile --nbval-lax \
-    notebooks/05_multihead.ipynb tests/test_browser.py notebooks/04_permutation_copy.ipynb \
-    notebooks/03_ibm1.ipynb tests/test_colab_rehearsal.py notebooks/06_transformer.ipynb \
-    tests/test_jupyterlab.py notebooks/02_sen.ipynb tests/test_built_book.py
+    python -m pytest -ra -n 2 --durations=15 --dist loadfile --no-loadscope-reorder \
+    --nbval-lax tests/test_browser.py notebooks/03_ibm1.ipynb tests/test_jupyterlab.py \
+    tests/test_colab_rehearsal.py notebooks/05_multihead.ipynb \
+    notebooks/04_permutation_copy.ipynb notebooks/02_sen.ipynb \
+    notebooks/06_transformer.ipynb tests/test_built_book.py
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"

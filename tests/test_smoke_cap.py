@@ -206,3 +206,20 @@ def test_every_chapters_smoke_preset_is_a_valid_config_at_the_same_shapes(monkey
         for field in dataclasses.fields(whole):
             if field.name in shapes:
                 assert getattr(cut, field.name) == getattr(whole, field.name), (name, field)
+
+
+def test_the_test_command_smoke_runs_every_chapter_in_its_order():
+    """Stage 3 of scripts/run_tests.sh: every chapter's notebook runs in full mode under the
+    cap (chapter 1 through the Colab rehearsal's --smoke), each once, and pytest-xdist keeps
+    the given order (longest first) instead of starting the files with the most tests."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    script = (root / "scripts" / "run_tests.sh").read_text()
+    stage = script[script.index('stage "3/3'):script.index('stage "all checks passed')]
+    command = " ".join(stage[stage.index("timed "):].split("\\\n"))
+    assert "ATTN_MODE=full ATTN_MAX_STEPS=2" in " ".join(command.split())
+    assert "--dist loadfile --no-loadscope-reorder" in " ".join(command.split())
+    listed = re.findall(r"notebooks/(\d\d_\w+)\.ipynb", command)
+    chapters = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(listed) == [c for c in chapters if not c.startswith("01_")]
+    assert "tests/test_colab_rehearsal.py" in command
