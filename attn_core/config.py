@@ -8,6 +8,7 @@ else; a bad value raises a ValueError that names the variable and the values it 
     ATTN_MODE=auto     # default: full when CUDA is available, else fast
     ATTN_THREADS=1     # torch threads per process (default 1)             -> env_threads()
     ATTN_WORKERS=2     # worker processes (default: the usable CPU cores)   -> env_workers()
+    ATTN_CLUSTER=local:2  # or tcp://host:8786: a Dask cluster instead      -> env_cluster()
     ATTN_CACHE=off     # results cache folder, or off (default ~/.cache/attn_core) -> env_cache()
     ATTN_MAX_STEPS=2   # smoke run: every training at most this many steps  -> env_max_steps()
     ATTN_SMOKE_BATCH=16  # ... and its largest batch per member, or off     -> env_smoke_batch()
@@ -35,7 +36,7 @@ from .checks import check_int
 
 __all__ = ["MODES", "DEVICE_KINDS", "Preset", "available_cores", "describe", "env_cache",
            "first_seeds", "env_stored", "STORED_MODES",
-           "env_mode", "env_smoke_batch", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
+           "env_cluster", "env_mode", "env_smoke_batch", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
            "set_threads"]
 
 MODES = ("fast", "full", "auto")
@@ -152,6 +153,35 @@ def env_max_steps() -> int | None:
         raise ValueError(f"ATTN_MAX_STEPS must be an int >= 1 (a smoke run's cap on training "
                          f"steps), or unset for none; got {raw!r}")
     return int(raw)
+
+
+def env_cluster() -> tuple[str, int | str] | None:
+    """``ATTN_CLUSTER``: a Dask cluster for the engine's member jobs, in place of the local
+    worker processes (``ATTN_WORKERS``), through joblib's ``dask`` backend; None when unset
+    or empty.
+
+    - ``local:N`` -> ``("local", N)``: a ``distributed.LocalCluster`` of N single-threaded
+      worker processes on this machine, started once per Python process.
+    - ``tcp://host:port`` (or ``tls://``) -> ``("address", value)``: the scheduler of a
+      running cluster (``dask scheduler``; ``dask worker tcp://host:8786 --nthreads 1`` on
+      each machine, with ``attn_core`` installed).
+    """
+    raw = os.environ.get("ATTN_CLUSTER", "")
+    if raw.strip() == "":
+        return None
+    value = raw.strip()
+    m = re.fullmatch(r"local:(\+?[0-9]+)", value)
+    if m:
+        n = int(m.group(1))
+        if n >= 1:
+            _warn_above_cores(f"ATTN_CLUSTER={value}", n)
+            return "local", n
+    m = re.fullmatch(r"(tcp|tls)://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})", value)
+    if m and 1 <= int(m.group(3)) <= 65535:
+        return "address", value
+    raise ValueError(f"ATTN_CLUSTER must be local:N (N >= 1 worker processes on this machine) "
+                     f"or a Dask scheduler address tcp://host:port (port 1-65535), or unset "
+                     f"for none; got {raw!r}")
 
 
 #: A smoke run's largest batch per member when ``ATTN_SMOKE_BATCH`` is unset.

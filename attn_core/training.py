@@ -38,6 +38,7 @@ import functools
 import hashlib
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -46,6 +47,7 @@ import torch
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
+from . import cluster
 from .checks import check_bool, check_choice, check_int, check_real
 from .config import SEED_SALTS, env_max_steps, env_smoke_batch, env_workers, get_device
 from .stacked import StackedModule, member, stack_members
@@ -320,6 +322,7 @@ class Trainer:
                                         (len(job[1]), self.steps, n_evals))
         todo = [i for i, r in enumerate(results) if r is None]
         n_workers = self._workers(len(todo))
+        dask_client = self._cluster(len(todo))
 
         def finished(i, result):
             results[i] = result
@@ -329,12 +332,16 @@ class Trainer:
         # mininterval: at most one redraw every 2 s. In a notebook each redraw is a widget message;
         # a long cell flooding the kernel's IOPub channel makes it drop messages (nbval then
         # times out waiting for the cell's output).
-        where = f", {n_workers} workers" if n_workers > 1 else ""
+        where = (", on the Dask cluster" if dask_client is not None
+                 else f", {n_workers} workers" if n_workers > 1 else "")
         bar = tqdm(total=self.steps * len(groups),
                    desc=f"{self.desc} [{execution}, S={len(seeds)}{where}]",
                    disable=not self.progress, leave=False, mininterval=2.0)
         bar.update(self.steps * (len(jobs) - len(todo)))
-        if n_workers > 1:
+        if dask_client is not None:
+            self._fit_in_workers([jobs[i] for i in todo], task, probes, bar, n_workers,
+                                 lambda j, r: finished(todo[j], r), dask_client)
+        elif n_workers > 1:
             self._fit_in_workers([jobs[i] for i in todo], task, probes, bar, n_workers,
                                  lambda j, r: finished(todo[j], r))
         else:
@@ -385,24 +392,64 @@ class Trainer:
 
     def _workers(self, n_groups: int) -> int:
         """How many worker processes train ``n_groups`` groups: 1 (in this process) on CUDA,
-        for a single group, or when ``workers``/``ATTN_WORKERS`` is 1; else up to that many."""
+        for a single group, or when ``workers``/``ATTN_WORKERS`` is 1; else up to that many
+        (with ``ATTN_CLUSTER`` and no ``workers`` given: up to the cluster's worker
+        threads)."""
         if self.device.type != "cpu" or n_groups < 2:
             return 1
+        c = self._cluster(n_groups)
+        if c is not None:
+            return max(1, min(cluster.n_threads(c), n_groups))
         return min(self.workers if self.workers is not None else env_workers(), n_groups)
 
-    def _fit_in_workers(self, jobs, task, probes, bar, n_workers, finished):
-        """Train the groups in ``n_workers`` loky processes (kept alive between calls), each
-        with this process's torch thread count; every group computes exactly what it would
-        compute here, so the results are bitwise equal to the in-process loop. Each group's
-        result goes to ``finished(index, result)`` as soon as it arrives, and the bar advances;
-        an exception in a worker is re-raised here with its traceback."""
+    def _cluster(self, n_groups: int):
+        """The Dask client of ``ATTN_CLUSTER`` when it trains these groups: on the CPU, two
+        groups or more, and ``workers`` not given (``workers=1`` still trains here)."""
+        if self.device.type != "cpu" or n_groups < 2 or self.workers is not None:
+            return None
+        return cluster.client()
+
+    def _fit_in_workers(self, jobs, task, probes, bar, n_workers, finished, dask_client=None):
+        """Train the groups in ``n_workers`` loky processes (kept alive between calls), or on
+        ``dask_client``'s cluster (:meth:`_fit_on_cluster`), each with this process's torch
+        thread count; every group computes exactly what it would compute here, so the
+        results are bitwise equal to the in-process loop. Each group's result goes to
+        ``finished(index, result)`` as soon as it arrives, and the bar advances; an exception
+        in a worker is re-raised here with its traceback."""
         threads = torch.get_num_threads()
+        if dask_client is not None:
+            self._fit_on_cluster(jobs, task, probes, bar, finished, dask_client, threads)
+            return
         parallel = Parallel(n_jobs=n_workers, backend="loky", return_as="generator_unordered")
         tasks = (delayed(_worker_fit)(self, i, job, task, probes, threads)
                  for i, job in enumerate(jobs))
         for i, result in parallel(tasks):
             finished(i, result)
             bar.update(self.steps)
+
+    def _fit_on_cluster(self, jobs, task, probes, bar, finished, c, threads):
+        """The groups as Dask tasks on client ``c``'s cluster (``ATTN_CLUSTER``), one task a
+        group. Dask retries a task whose worker died (up to its
+        ``allowed-failures``, then raises ``KilledWorker`` here); leaving early (an
+        interrupt, an error) cancels every task not finished. Dask's own futures, not
+        joblib's dask backend: that one only forgets its futures when the caller stops (the
+        cluster ran the queued jobs on) and waits forever on a task that Dask gave up
+        (``KilledWorker``): both measured with distributed 2026.8.0 and joblib 1.6.0."""
+        from distributed import as_completed
+
+        call = uuid.uuid4().hex[:12]
+        # the task goes inside each job, not scattered: scattered data dies with its worker,
+        # and the jobs that need it could then not be retried
+        futures = [c.submit(_worker_fit, self, i, job, task, probes, threads, pure=False,
+                            key=f"attn-fit-{call}-{i}") for i, job in enumerate(jobs)]
+        try:
+            for future in as_completed(futures):
+                i, result = future.result()
+                finished(i, result)
+                bar.update(self.steps)
+        except BaseException:
+            c.cancel(futures, force=True)
+            raise
 
     def _job_key(self, call: int, index: int, job) -> str:
         """A name for group ``index`` of the ``call``-th fit of one cached computation: its

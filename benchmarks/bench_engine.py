@@ -6,7 +6,9 @@ Two tables, measured side by side in one run:
    (chapter 4's seq2seq, looped; 50 Adam steps at the fast size, 5 at the paper size) with 1 worker (in this process) and
    with N workers (default: the cores this process may use), at the fast and paper sizes;
    the ratio is the speed-up. The worker pool is started once before timing (a notebook keeps
-   it alive between cells, as joblib/loky does).
+   it alive between cells, as joblib/loky does). Beside them, the same members on a
+   ``local:N`` Dask cluster (``ATTN_CLUSTER``, started before timing): its ratio to one
+   worker and its overhead per member over loky's N workers.
 2. **FLOP efficiency**: seconds per optimiser step of one model at each size, its counted
    FLOPs (forward by hand -- torch's FLOP counter skips the fused RNN ops -- and backward as
    2x forward), the achieved GFLOP/s and that as a fraction of this machine's single-core
@@ -74,10 +76,24 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def time_train(fn, task, S: int, batch: int, steps: int, workers: int, device) -> float:
+def time_train(fn, task, S: int, batch: int, steps: int, workers: int | None, device) -> float:
+    """Seconds to train S looped members; ``workers=None``: on ``ATTN_CLUSTER``'s cluster."""
     return _timed(lambda: train(fn, task, list(range(S)), steps=steps, batch_size=batch,
                                 eval_every=steps, progress=False, execution="looped",
                                 workers=workers, device=device))
+
+
+def time_on_cluster(fn, task, S, batch, steps, n, device) -> float:
+    """:func:`time_train` on a ``local:n`` Dask cluster (``ATTN_CLUSTER``), started before."""
+    old = os.environ.get("ATTN_CLUSTER")
+    os.environ["ATTN_CLUSTER"] = f"local:{n}"
+    try:
+        return time_train(fn, task, S, batch, steps, None, device)
+    finally:
+        if old is None:
+            del os.environ["ATTN_CLUSTER"]
+        else:
+            os.environ["ATTN_CLUSTER"] = old
 
 
 def setup(size: str, steps: int | None):
@@ -98,6 +114,9 @@ def main():
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     ap.add_argument("--workers", type=int, default=available_cores(),
                     help="the N of '1 vs N workers' (default: the cores this process may use)")
+    ap.add_argument("--no-cluster", dest="cluster", action="store_false",
+                    help="skip the local:N Dask cluster column (ATTN_CLUSTER; needs "
+                         "distributed)")
     ap.add_argument("--out", default="benchmarks/engine.json")
     args = ap.parse_args()
     device = attn_core.get_device()
@@ -106,20 +125,35 @@ def main():
     print(f"single-core float32 matmul (1024^3): {peak:.1f} GFLOP/s")
     rows, eff = [], []
 
-    print(f"\n1 vs {args.workers} workers: wall seconds to train S looped models")
-    head = f"{'size':36s} {'S':>3s} {'1 worker':>9s} {f'{args.workers} workers':>10s} {'speed-up':>9s}"
+    n = args.workers
+    dask = args.cluster and device.type == "cpu"
+    print(f"\n1 vs {n} workers (loky{f', and a local:{n} Dask cluster' if dask else ''}): "
+          f"wall seconds to train S looped models")
+    head = (f"{'size':36s} {'S':>3s} {'1 worker':>9s} {f'{n} workers':>10s} {'speed-up':>9s}"
+            + (f" {f'local:{n}':>9s} {'speed-up':>9s} {'+s/member':>10s}" if dask else ""))
     print(head + "\n" + "-" * len(head))
     for size in args.sizes:
         c, task, fn, steps = setup(size, args.steps)
         time_train(fn, task, 2, c["batch"], 1, 1, device)             # warm up this process
-        time_train(fn, task, 2, c["batch"], 1, args.workers, device)  # start the worker pool
+        time_train(fn, task, 2, c["batch"], 1, n, device)             # start the worker pool
+        if dask:
+            time_on_cluster(fn, task, 2, c["batch"], 1, n, device)    # start the cluster
         for S in args.members:
             t1 = time_train(fn, task, S, c["batch"], steps, 1, device)
-            tn = time_train(fn, task, S, c["batch"], steps, args.workers, device)
-            rows.append(dict(size=c["label"], members=S, steps=steps, one_worker_s=t1,
-                             n_workers=args.workers, n_workers_s=tn, speedup=t1 / tn))
-            print(f"{c['label']:36s} {S:3d} {t1:9.2f} {tn:10.2f} {t1 / tn:8.2f}x"
-                  f"   ({steps} steps)")
+            tn = time_train(fn, task, S, c["batch"], steps, n, device)
+            row = dict(size=c["label"], members=S, steps=steps, one_worker_s=t1,
+                       n_workers=n, n_workers_s=tn, speedup=t1 / tn)
+            line = f"{c['label']:36s} {S:3d} {t1:9.2f} {tn:10.2f} {t1 / tn:8.2f}x"
+            if dask:
+                td = time_on_cluster(fn, task, S, c["batch"], steps, n, device)
+                row.update(cluster=f"local:{n}", cluster_s=td, cluster_speedup=t1 / td,
+                           cluster_overhead_s_per_member=(td - tn) / S)
+                line += f" {td:9.2f} {t1 / td:8.2f}x {(td - tn) / S:+10.3f}"
+            rows.append(row)
+            print(line + f"   ({steps} steps)")
+    if dask:
+        from attn_core import cluster
+        cluster.close()
 
     print("\nFLOP efficiency of one model's training step (1 thread)")
     head = (f"{'size':36s} {'s/step':>7s} {'GFLOP/step':>11s} {'GFLOP/s':>8s} "

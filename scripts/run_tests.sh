@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order; stops at the first failure (non-zero exit).
 #
-#   1. unit tests            pytest -n 2 -m "not browser and not colab and not book and not
+#   1. unit tests            pytest -n 2 --dist loadgroup -m "not browser and not colab and not book and not
 #                            jupyterlab" tests  (2 processes),
 #                            the stored results' platform matrix among them (~50 s of one
 #                            core: tests/test_stored_portable.py)
@@ -68,7 +68,9 @@ stage "1/3 unit tests (2 processes)"
 # ATTN_WORKERS=1: the two test processes already fill both cores (the engine tests that
 # compare worker counts ask for workers=2 themselves). Measured: running them alongside the
 # book build instead, even at the lowest priority, made the two together 65 s slower.
-timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 --durations=25 \
+# --dist loadgroup: test by test, but the Dask cluster's tests (tests/test_cluster.py, one
+# group) in one process, which starts one local cluster for them.
+timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 --dist loadgroup --durations=25 \
     -m "not browser and not colab and not book and not jupyterlab" tests
 
 stage "2/3 strict book build (-W -n --keep-going; notebooks executed one per core)"
