@@ -20,3 +20,15 @@ def book_style():
     with mpl.rc_context():
         set_style()
         yield
+
+
+@pytest.fixture
+def env(monkeypatch):
+    """``env(name, raw)``: set the environment variable ``name`` to ``raw`` for this test,
+    or remove it when ``raw`` is None."""
+    def set_or_unset(name: str, raw: str | None) -> None:
+        if raw is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, raw)
+    return set_or_unset

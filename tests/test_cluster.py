@@ -15,7 +15,6 @@ import time
 
 import numpy as np
 import pytest
-import torch
 
 pytest.importorskip("distributed")
 # one xdist worker runs them all (run_tests.sh: --dist loadgroup): one local cluster started
@@ -28,6 +27,7 @@ from attn_core.config import env_cluster  # noqa: E402
 from attn_core.data import CopyTask  # noqa: E402
 from attn_core.models import Seq2Seq  # noqa: E402
 from attn_core.training import train  # noqa: E402
+from test_engine import _assert_bitwise_equal  # noqa: E402  (the engine tests' own check)
 
 # the workers unpickle this module's functions by value (tests/ is not on their path)
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -53,32 +53,13 @@ def local2(monkeypatch):
     return cluster.client()
 
 
-def _arrays(h):
-    return {"train_loss": h.train_loss, **{f"m/{k}": v for k, v in h.metrics.items()},
-            **{f"p/{k}": v for k, v in h.probes.items()}}
-
-
-def _assert_bitwise_equal(a, b):
-    A, B = _arrays(a), _arrays(b)
-    assert set(A) == set(B)
-    for k in A:
-        assert A[k].dtype == B[k].dtype and np.array_equal(A[k], B[k]), k
-    sa, sb = a.model.state_dict(), b.model.state_dict()
-    assert list(sa) == list(sb)
-    for k in sa:
-        assert torch.equal(sa[k], sb[k]), k
-
-
 # ------------------------------------------------------------------------ the variable
 @pytest.mark.parametrize("raw, want", [
     (None, None), ("", None), ("local:2", ("local", 2)), (" local:1 ", ("local", 1)),
     ("tcp://10.0.0.7:8786", ("address", "tcp://10.0.0.7:8786")),
     ("tls://sched.example.org:8786", ("address", "tls://sched.example.org:8786"))])
-def test_env_cluster(monkeypatch, raw, want):
-    if raw is None:
-        monkeypatch.delenv("ATTN_CLUSTER", raising=False)
-    else:
-        monkeypatch.setenv("ATTN_CLUSTER", raw)
+def test_env_cluster(env, raw, want):
+    env("ATTN_CLUSTER", raw)
     assert env_cluster() == want
 
 

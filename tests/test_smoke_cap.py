@@ -22,38 +22,27 @@ from attn_core.training import train
 
 @pytest.mark.parametrize("raw, want", [(None, None), ("", None), ("  ", None), ("3", 3),
                                        (" 12 ", 12)])
-def test_env_max_steps(monkeypatch, raw, want):
-    if raw is None:
-        monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
-    else:
-        monkeypatch.setenv("ATTN_MAX_STEPS", raw)
+def test_env_max_steps(env, raw, want):
+    env("ATTN_MAX_STEPS", raw)
     assert env_max_steps() == want
-
-
-@pytest.mark.parametrize("raw", ["0", "-1", "2.5", "two", "1e3"])
-def test_bad_attn_max_steps_is_named(monkeypatch, raw):
-    monkeypatch.setenv("ATTN_MAX_STEPS", raw)
-    with pytest.raises(ValueError, match=r"ATTN_MAX_STEPS must be an int >= 1 .*got " +
-                       re.escape(repr(raw))):
-        env_max_steps()
 
 
 @pytest.mark.parametrize("raw, want", [(None, 16), ("", 16), ("4", 4), (" 32 ", 32),
                                        ("off", None), ("OFF", None)])
-def test_env_smoke_batch(monkeypatch, raw, want):
-    if raw is None:
-        monkeypatch.delenv("ATTN_SMOKE_BATCH", raising=False)
-    else:
-        monkeypatch.setenv("ATTN_SMOKE_BATCH", raw)
+def test_env_smoke_batch(env, raw, want):
+    env("ATTN_SMOKE_BATCH", raw)
     assert env_smoke_batch() == want
 
 
-@pytest.mark.parametrize("raw", ["0", "-3", "8.0", "none", "1e2"])
-def test_bad_attn_smoke_batch_is_named(monkeypatch, raw):
-    monkeypatch.setenv("ATTN_SMOKE_BATCH", raw)
-    with pytest.raises(ValueError, match=r"ATTN_SMOKE_BATCH must be an int >= 1 .* or off "
-                       r".*got " + re.escape(repr(raw))):
-        env_smoke_batch()
+@pytest.mark.parametrize("var, read, allowed", [
+    ("ATTN_MAX_STEPS", env_max_steps, r"an int >= 1 .*or unset"),
+    ("ATTN_SMOKE_BATCH", env_smoke_batch, r"an int >= 1 .* or off ")])
+@pytest.mark.parametrize("raw", ["0", "-1", "2.5", "8.0", "two", "none", "1e3"])
+def test_a_bad_smoke_variable_is_named_with_what_it_allows(env, var, read, allowed, raw):
+    env(var, raw)
+    with pytest.raises(ValueError, match=rf"^{var} must be {allowed}.*got " +
+                       re.escape(repr(raw))):
+        read()
 
 
 def _run(steps=6):
