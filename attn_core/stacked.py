@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_int, check_seeds, check_token_ids
+from .checks import check_bool, check_int, check_seeds, check_token_ids
 
 __all__ = ["StackedModule", "StackedLinear", "StackedEmbedding", "StackedRNN", "stack_members",
            "member", "generators", "stacked_parameter", "uniform_init", "normal_init"]
@@ -43,10 +43,28 @@ def generators(seeds: Sequence[int]) -> list[torch.Generator]:
     return [torch.Generator().manual_seed(s) for s in check_seeds("seeds", seeds)]
 
 
+def check_generators(gens) -> list[torch.Generator]:
+    """``gens`` as a list: a non-empty list or tuple of ``torch.Generator``, one per member
+    (:func:`generators` makes them from seeds). TypeError/ValueError naming ``gens``."""
+    if not isinstance(gens, (list, tuple)):
+        raise TypeError(f"gens must be a list of torch.Generator, one per member "
+                        f"(attn_core.stacked.generators(seeds) makes them); got "
+                        f"{type(gens).__name__} {gens!r:.60}")
+    if not gens:
+        raise ValueError("gens must hold one torch.Generator per member (at least one); got "
+                         "an empty list")
+    bad = [g for g in gens if not isinstance(g, torch.Generator)]
+    if bad:
+        raise TypeError(f"gens must hold torch.Generator objects, one per member "
+                        f"(attn_core.stacked.generators(seeds) makes them); got "
+                        f"{type(bad[0]).__name__} {bad[0]!r:.60}")
+    return list(gens)
+
+
 def stacked_parameter(gens, shape, init) -> nn.Parameter:
     """Draw one tensor of ``shape`` per generator with ``init(tensor, gen)``; stack on dim 0."""
     out = []
-    for g in gens:
+    for g in check_generators(gens):
         t = torch.empty(shape)
         init(t, g)
         out.append(t)
@@ -103,6 +121,8 @@ class StackedLinear(nn.Module):
     def __init__(self, gens, d_in: int, d_out: int, bias: bool = True):
         super().__init__()
         d_in, d_out = check_int("d_in", d_in), check_int("d_out", d_out)
+        check_bool("bias", bias)
+        check_generators(gens)
         bound = 1.0 / math.sqrt(d_in)
         self.weight = stacked_parameter(gens, (d_out, d_in), uniform_init(bound))
         self.bias = stacked_parameter(gens, (d_out,), uniform_init(bound)) if bias else None

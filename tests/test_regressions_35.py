@@ -113,3 +113,29 @@ def test_finding8_checker_1_3_accepts_float32_autograd_that_still_requires_grad(
     assert descent_step_tensors_requiring_grad(0.0, 0.0, 0.0, 1.0)[0].requires_grad
     result = ex1.check_descent_step(descent_step_tensors_requiring_grad)
     assert result, result.line()
+
+
+# ---------------------------------------------------------------- "also seen": Stacked*
+@pytest.mark.parametrize("gens, error, says", [
+    (3, TypeError, r"gens must be a list of torch.Generator, one per member .*got int 3"),
+    ([], ValueError, r"gens must hold one torch.Generator per member .*empty list"),
+    ([0, 1], TypeError, r"gens must hold torch.Generator objects, .*got int 0"),
+    (torch.Generator(), TypeError, r"gens must be a list of torch.Generator.*got Generator")])
+def test_stacked_layers_name_bad_generators(gens, error, says):
+    # an int gave "'int' object is not iterable", a list of ints an error from inside
+    # torch's uniform_ -- neither naming the argument
+    from attn_core.stacked import StackedEmbedding, StackedLinear, StackedRNN
+    for build in (lambda: StackedLinear(gens, 3, 2), lambda: StackedEmbedding(gens, 5, 2),
+                  lambda: StackedRNN(gens, 3, 2)):
+        with pytest.raises(error, match=says):
+            build()
+
+
+@pytest.mark.parametrize("bias", ["no", 0, None, "False"])
+def test_stacked_linear_refuses_a_bias_that_is_not_a_bool(bias):
+    # bias="no" was truthy: a layer with a bias where none was asked for
+    from attn_core.stacked import StackedLinear, generators
+    with pytest.raises(TypeError, match=rf"^bias must be True or False; got "
+                                        rf"{type(bias).__name__}"):
+        StackedLinear(generators([0]), 3, 2, bias=bias)
+    assert StackedLinear(generators([0]), 3, 2, bias=False).bias is None
