@@ -327,14 +327,16 @@ class Seq2Seq(StackedModule):
         b_o = -w_o.sum(-1) if self.out.bias is None else self.out.bias - w_o.sum(-1)
         logits = torch.baddbmm(b_o.unsqueeze(1), u, 2 * w_o.transpose(1, 2))
         logp = torch.log_softmax(logits.view(S, B, T, L, -1), dim=-1)
-        idx = tgt.view(S, B, T, 1, 1).expand(S, B, T, L, 1)
+        idx = tgt.long().view(S, B, T, 1, 1).expand(S, B, T, L, 1)
         return logp.gather(-1, idx).squeeze(-1).exp()
 
     def loss(self, batch):
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
         _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
         logits = self(batch["src"], batch["tgt_in"])["logits"]
-        ce = F.cross_entropy(logits.flatten(0, 2), batch["tgt"].flatten(), reduction="none")
+        # ids of any integer dtype, checked in range: int64 for cross_entropy, losslessly
+        ce = F.cross_entropy(logits.flatten(0, 2), batch["tgt"].flatten().long(),
+                             reduction="none")
         return ce.view(self.n_members, -1).mean(1)
 
     @torch.no_grad()
@@ -343,7 +345,7 @@ class Seq2Seq(StackedModule):
         _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
         out = self(batch["src"], batch["tgt_in"])
         logits, tgt = out["logits"], batch["tgt"]
-        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten(), reduction="none")
+        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten().long(), reduction="none")
         metrics = {
             "loss": ce.view(self.n_members, -1).mean(1),
             "token_acc": (logits.argmax(-1) == tgt).float().flatten(1).mean(1),
@@ -421,7 +423,7 @@ class BagOfWordsProxy(StackedModule):
         logits = self(batch["src"])  # (S, B, O)
         T = batch["tgt"].shape[2]
         lp = torch.log_softmax(logits, -1).unsqueeze(2).expand(-1, -1, T, -1)
-        return -lp.gather(-1, batch["tgt"].unsqueeze(-1)).squeeze(-1).flatten(1).mean(1)
+        return -lp.gather(-1, batch["tgt"].long().unsqueeze(-1)).squeeze(-1).flatten(1).mean(1)
 
     def loss(self, batch):
         self._check_batch(batch, ("src", "tgt"))
@@ -517,7 +519,8 @@ class _TopicClassifier(StackedModule):
         _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
                        "class labels", "n_topics")
         logits = self._logits(batch)
-        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten(), reduction="none")
+        ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten().long(),
+                             reduction="none")
         return ce.view(self.n_members, -1).mean(1), logits
 
     def loss(self, batch):

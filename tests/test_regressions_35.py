@@ -139,3 +139,26 @@ def test_stacked_linear_refuses_a_bias_that_is_not_a_bool(bias):
                                         rf"{type(bias).__name__}"):
         StackedLinear(generators([0]), 3, 2, bias=bias)
     assert StackedLinear(generators([0]), 3, 2, bias=False).bias is None
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
+def test_integer_targets_of_any_dtype_give_the_int64_numbers(dtype):
+    # the checks accepted int32 targets, then cross_entropy / gather failed inside torch
+    # ("expected target dtype to be Long"): ids are ids whatever their integer dtype
+    from attn_core.data import TopicTask
+    from attn_core.models import BagOfWordsProxy, TopicAttention
+    g = lambda: torch.Generator().manual_seed(0)      # noqa: E731
+    task = CopyTask(6)
+    seq = Seq2Seq(vocab=task.model_vocab, embed=4, hidden=4, seeds=[0, 1])
+    b = {k: torch.stack([v, v]) for k, v in task.sample(g(), 3).items()}
+    proxy = BagOfWordsProxy(8, 7, seeds=[0])
+    pb = {"src": torch.randint(0, 8, (1, 4, 5), generator=g()),
+          "tgt": torch.randint(0, 7, (1, 4, 5), generator=g())}
+    topic = TopicAttention(vocab=4 * 2 + 30, seeds=[0])
+    tb = {k: v.unsqueeze(0) for k, v in
+          TopicTask(n_nontopic=30, n_train=20, n_test=4).sample(g(), 4).items()}
+    for model, batch, key in ((seq, b, "tgt"), (proxy, pb, "tgt"), (topic, tb, "y")):
+        narrow = {**batch, key: batch[key].to(dtype)}
+        assert torch.equal(model.loss(narrow), model.loss(batch)), type(model).__name__
+        wide, small = model.evaluate(batch), model.evaluate(narrow)
+        assert all(torch.equal(wide[k], small[k]) for k in wide), type(model).__name__
