@@ -61,6 +61,26 @@ def check_generators(gens) -> list[torch.Generator]:
     return list(gens)
 
 
+def check_stacked_input(name: str, x, weight: Tensor, dims: str) -> Tensor:
+    """``x`` as a stacked layer's input: a tensor of ``weight``'s float dtype, ``len(dims)``
+    dimensions (e.g. ``"SBTD"``; ``"S...D"``: at least two), its first the layer's members
+    ``weight.shape[0]`` and its last the layer's input width ``weight.shape[-1]``. A wrong
+    width reached torch's own errors -- or none at all: with one member the fused LSTM
+    read a narrower input without a word."""
+    S, d_in = weight.shape[0], weight.shape[-1]
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch tensor ({dims}); got {type(x).__name__}")
+    if x.dtype != weight.dtype:
+        raise TypeError(f"{name} must have the layer's dtype {weight.dtype}; got {x.dtype}")
+    if ("..." in dims and x.dim() < 2) or ("..." not in dims and x.dim() != len(dims)):
+        raise ValueError(f"{name} must have the shape ({', '.join(dims.replace('...', '*'))})"
+                         f"; got {tuple(x.shape)}")
+    if x.shape[0] != S or x.shape[-1] != d_in:
+        raise ValueError(f"{name} must have {S} member(s) first and width {d_in} last (the "
+                         f"layer's); got shape {tuple(x.shape)}")
+    return x
+
+
 def stacked_parameter(gens, shape, init) -> nn.Parameter:
     """Draw one tensor of ``shape`` per generator with ``init(tensor, gen)``; stack on dim 0."""
     out = []
@@ -128,6 +148,7 @@ class StackedLinear(nn.Module):
         self.bias = stacked_parameter(gens, (d_out,), uniform_init(bound)) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
+        check_stacked_input("x", x, self.weight, "S...D")
         S = x.shape[0]
         flat = x.reshape(S, -1, x.shape[-1])
         if self.bias is None:
@@ -190,6 +211,7 @@ class StackedRNN(nn.Module):
 
         The state is ``(h, c)`` for an LSTM and ``h`` for a GRU, each of shape (S, B, H).
         """
+        check_stacked_input("x", x, self.w_ih, "SBTD")
         S, B, T, _ = x.shape
         H = self.hidden
         if state is None:
@@ -255,6 +277,15 @@ def stack_members(models: Sequence[StackedModule]) -> StackedModule:
             raise ValueError(f"models must share one architecture; models[{j}] "
                              f"({type(m).__name__}) differs from models[0] "
                              f"({type(models[0]).__name__}) in its tensors' names or shapes")
+    settings = [_settings(m) for m in models]
+    for j in range(1, len(models)):
+        differ = sorted(k for k in settings[0].keys() | settings[j].keys()
+                        if settings[0].get(k) != settings[j].get(k))
+        if differ:
+            k = differ[0]
+            raise ValueError(f"models must share one configuration; models[{j}] differs from "
+                             f"models[0] in {k} ({settings[j].get(k)!r} vs "
+                             f"{settings[0].get(k)!r}){' and more' if len(differ) > 1 else ''}")
     out = copy.deepcopy(models[0])
     with torch.no_grad():
         for name, tensor in list(out.named_parameters()) + list(out.named_buffers()):
@@ -263,6 +294,28 @@ def stack_members(models: Sequence[StackedModule]) -> StackedModule:
             _set_tensor(out, name, new, isinstance(tensor, nn.Parameter), tensor.requires_grad)
     out.seeds = [s for m in models for s in m.seeds]
     out.n_members = len(out.seeds)
+    return out
+
+
+_PER_MEMBER = {"seeds", "n_members", "training"}
+
+
+def _settings(model: nn.Module) -> dict:
+    """What a model is besides its tensors' names and shapes: every module's plain settings
+    (``attention="uniform"``, ``cell``, ``causal``, ...; not its seeds) and which parameters
+    train (``requires_grad``). Stacking a learned and a uniform member gave a "learned"
+    model."""
+    out = {}
+    for path, mod in model.named_modules():
+        for k, v in vars(mod).items():
+            if k.startswith("_") or k in _PER_MEMBER:
+                continue
+            if isinstance(v, (bool, int, float, str, type(None))) or (
+                    isinstance(v, tuple) and all(isinstance(x, (bool, int, float, str))
+                                                 for x in v)):
+                out[f"{path + '.' if path else ''}{k}"] = v
+    for name, p in model.named_parameters():
+        out[f"{name}.requires_grad"] = p.requires_grad
     return out
 
 

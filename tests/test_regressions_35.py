@@ -162,3 +162,42 @@ def test_integer_targets_of_any_dtype_give_the_int64_numbers(dtype):
         assert torch.equal(model.loss(narrow), model.loss(batch)), type(model).__name__
         wide, small = model.evaluate(batch), model.evaluate(narrow)
         assert all(torch.equal(wide[k], small[k]) for k in wide), type(model).__name__
+
+
+def test_stacked_layers_name_an_input_of_the_wrong_width_or_dtype():
+    # with one member the fused LSTM read a narrower input silently; the others failed
+    # inside torch's bmm without naming the input
+    from attn_core.stacked import StackedLinear, StackedRNN, generators
+    for S in (1, 2):
+        gens = generators(range(S))
+        rnn, lin = StackedRNN(gens, 3, 4), StackedLinear(gens, 3, 5)
+        assert rnn(torch.zeros(S, 2, 6, 3))[0].shape == (S, 2, 6, 4)
+        assert lin(torch.zeros(S, 2, 6, 3)).shape == (S, 2, 6, 5)
+        for layer in (rnn, lin):
+            with pytest.raises(ValueError, match=rf"^x must have {S} member\(s\) first and "
+                                                 r"width 3 last .*got shape \(\d+, 2, 6, 2\)"):
+                layer(torch.zeros(S, 2, 6, 2))
+            with pytest.raises(ValueError, match=r"member\(s\) first"):
+                layer(torch.zeros(S + 1, 2, 6, 3))
+            with pytest.raises(TypeError, match=r"^x must have the layer's dtype torch.float32;"
+                                                r" got torch.float64"):
+                layer(torch.zeros(S, 2, 6, 3, dtype=torch.float64))
+        with pytest.raises(ValueError, match=r"^x must have the shape \(S, B, T, D\)"):
+            rnn(torch.zeros(S, 6, 3))
+
+
+def test_stacking_members_of_different_settings_is_refused():
+    # a learned and a uniform member stacked into one model that said "learned"
+    from attn_core.stacked import stack_members
+    a = Seq2Seq(vocab=8, embed=4, hidden=4, seeds=[0])
+    b = Seq2Seq(vocab=8, embed=4, hidden=4, seeds=[1], attention="uniform")
+    with pytest.raises(ValueError, match=r"^models must share one configuration; models\[1\] "
+                                         r"differs from models\[0\] in attention \('uniform' "
+                                         r"vs 'learned'\)"):
+        stack_members([a, b])
+    frozen = Seq2Seq(vocab=8, embed=4, hidden=4, seeds=[1])
+    frozen.emb.weight.requires_grad_(False)
+    with pytest.raises(ValueError, match=r"in emb\.weight\.requires_grad \(False vs True\)"):
+        stack_members([a, frozen])
+    both = stack_members([a, Seq2Seq(vocab=8, embed=4, hidden=4, seeds=[1])])
+    assert both.n_members == 2 and list(both.seeds) == [0, 1]
