@@ -201,3 +201,29 @@ def test_stacking_members_of_different_settings_is_refused():
         stack_members([a, frozen])
     both = stack_members([a, Seq2Seq(vocab=8, embed=4, hidden=4, seeds=[1])])
     assert both.n_members == 2 and list(both.seeds) == [0, 1]
+
+
+def test_multi_head_attention_names_what_does_not_fit():
+    # wrong widths reached torch's errors; a causal mask over unequal lengths was accepted
+    from attn_core.chapters.ch6_transformer import MultiHeadAttention
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2)
+    q, kv = torch.zeros(3, 4, 8), torch.zeros(3, 5, 8)
+    out, alpha = mha(q, kv, kv)
+    assert out.shape == (3, 4, 8) and alpha.shape == (3, 2, 4, 5)
+    cases = [((torch.zeros(3, 4, 6), kv, kv, {}), ValueError, r"^x_q must have shape \(B, "
+              r"length, 8\)"),
+             ((q, torch.zeros(2, 5, 8), kv, {}), ValueError, r"^x_k must have shape .*x_q's B"),
+             ((q, kv, torch.zeros(3, 6, 8), {}), ValueError, r"^x_k and x_v must have one "
+              r"length"),
+             ((q, kv, kv, {"causal": True}), ValueError, r"^causal=True .*got 4 and 5"),
+             ((q, q, q, {"causal": True, "uniform": True}), ValueError,
+              r"^causal and uniform cannot both be True"),
+             ((q, q, q, {"causal": 1}), TypeError, r"^causal must be True or False"),
+             ((q.long(), q, q, {}), TypeError, r"^x_q must be a float tensor")]
+    for (a, b, c, kw), error, says in cases:
+        with pytest.raises(error, match=says):
+            mha(a, b, c, **kw)
+    assert mha(q, q, q, causal=True)[1][0, 0, 0, 1:].eq(0).all()   # one sequence: masked
+    with pytest.raises(TypeError, match=r"^heads must be an int"):
+        MultiHeadAttention(8, 2.0)
