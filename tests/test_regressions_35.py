@@ -4,6 +4,7 @@ already passed before #35's change (fixed by an earlier issue) and which failed 
 
 import functools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -227,3 +228,19 @@ def test_multi_head_attention_names_what_does_not_fit():
     assert mha(q, q, q, causal=True)[1][0, 0, 0, 1:].eq(0).all()   # one sequence: masked
     with pytest.raises(TypeError, match=r"^heads must be an int"):
         MultiHeadAttention(8, 2.0)
+
+
+def test_the_packages_sweep_is_refused_once_its_file_differs_from_the_manifest(monkeypatch):
+    # "ch6.load_sweep returns rows whose accuracies were rewritten or removed": the package's
+    # own file is checked against the stored results' manifest (issue 28) before any row
+    # is read; here the manifest records other bytes than the file holds
+    from attn_core import stored
+    from attn_core.chapters import ch6_transformer as ch6
+    assert ch6.load_sweep()                                   # as shipped: accepted
+    real = stored._manifest()
+    name = stored._relative(ch6.SWEEP_FILE)
+    assert name in real
+    monkeypatch.setattr(stored, "_manifest", lambda: {**real, name: "0" * 64})
+    with pytest.raises(stored.StoredMismatch, match=rf"^{re.escape(name)} was changed after "
+                                                    r"it was stored"):
+        ch6.load_sweep()

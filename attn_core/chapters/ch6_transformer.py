@@ -98,6 +98,31 @@ def sinusoidal_positions(n: int, d: int, device=None) -> Tensor:
 
 
 # ------------------------------------------------------------------ the model, readable
+def _check_attention(d: int, x_q, x_k, x_v, causal, uniform) -> None:
+    """:class:`MultiHeadAttention`'s inputs: widths, batches and lengths that fit, named
+    (they reached torch's own errors, and a causal mask over unequal lengths was applied as
+    if they were one sequence)."""
+    check_bool("causal", causal)
+    check_bool("uniform", uniform)
+    for name, x in (("x_q", x_q), ("x_k", x_k), ("x_v", x_v)):
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            raise TypeError(f"{name} must be a float tensor (B, length, {d}); got "
+                            f"{type(x).__name__} {getattr(x, 'dtype', '')}")
+        if x.dim() != 3 or x.shape[-1] != d or x.shape[0] != x_q.shape[0]:
+            raise ValueError(f"{name} must have shape (B, length, {d}) with x_q's B "
+                             f"({x_q.shape[0] if x_q.dim() else '?'}); got {tuple(x.shape)}")
+    if x_k.shape[1] != x_v.shape[1]:
+        raise ValueError(f"x_k and x_v must have one length (the positions attended); got "
+                         f"{x_k.shape[1]} and {x_v.shape[1]}")
+    if causal and x_q.shape[1] != x_k.shape[1]:
+        raise ValueError(f"causal=True masks a sequence's later steps from its earlier ones: "
+                         f"x_q and x_k must have one length; got {x_q.shape[1]} and "
+                         f"{x_k.shape[1]}")
+    if causal and uniform:
+        raise ValueError("causal and uniform cannot both be True: uniform attention (1/L "
+                         "over every position) ignores a mask")
+
+
 class MultiHeadAttention(nn.Module):
     """K heads of scaled dot-product attention, then the output map W_O::
 
@@ -116,7 +141,7 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x_q, x_k, x_v, bias=None, causal=False, uniform=False):
         """x_q (B, T, d), x_k and x_v (B, L, d) -> out (B, T, d), α (B, K, T, L)."""
-        self._check(x_q, x_k, x_v, check_bool("causal", causal), check_bool("uniform", uniform))
+        _check_attention(self.q.in_features, x_q, x_k, x_v, causal, uniform)
         B, T, d = x_q.shape
         L, K = x_k.shape[1], self.heads
         q = self.q(x_q).view(B, T, K, d // K).transpose(1, 2)  # (B, K, T, d_k)
@@ -134,30 +159,6 @@ class MultiHeadAttention(nn.Module):
             alpha = torch.softmax(scores, dim=-1)               # over positions l
         heads = (alpha @ v).transpose(1, 2).reshape(B, T, d)    # [head_1; ...; head_K]
         return self.o(heads), alpha
-
-
-    def _check(self, x_q, x_k, x_v, causal: bool, uniform: bool) -> None:
-        """Widths, batches and lengths that fit, named (they reached torch's own errors, and a
-        causal mask over unequal lengths was applied as if they were one sequence)."""
-        d = self.q.in_features
-        for name, x in (("x_q", x_q), ("x_k", x_k), ("x_v", x_v)):
-            if not isinstance(x, Tensor) or not x.is_floating_point():
-                raise TypeError(f"{name} must be a float tensor (B, length, {d}); got "
-                                f"{type(x).__name__} {getattr(x, 'dtype', '')}")
-            if x.dim() != 3 or x.shape[-1] != d or x.shape[0] != x_q.shape[0]:
-                raise ValueError(f"{name} must have shape (B, length, {d}) with x_q's B "
-                                 f"({x_q.shape[0] if x_q.dim() else '?'}); got "
-                                 f"{tuple(x.shape)}")
-        if x_k.shape[1] != x_v.shape[1]:
-            raise ValueError(f"x_k and x_v must have one length (the positions attended); "
-                             f"got {x_k.shape[1]} and {x_v.shape[1]}")
-        if causal and x_q.shape[1] != x_k.shape[1]:
-            raise ValueError(f"causal=True masks a sequence's later steps from its earlier "
-                             f"ones: x_q and x_k must have one length; got {x_q.shape[1]} "
-                             f"and {x_k.shape[1]}")
-        if causal and uniform:
-            raise ValueError("causal and uniform cannot both be True: uniform attention "
-                             "(1/L over every position) ignores a mask")
 
 
 class FeedForward(nn.Module):
