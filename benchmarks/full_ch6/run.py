@@ -23,8 +23,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from attn_core.chapters import ch6_transformer as ch
 from attn_core.config import env_max_steps, get_mode
 from attn_core.metrics import success_rate
