@@ -36,8 +36,8 @@ from .checks import check_int
 
 __all__ = ["MODES", "DEVICE_KINDS", "Preset", "available_cores", "describe", "env_cache",
            "first_seeds", "env_stored", "STORED_MODES",
-           "env_cluster", "env_mode", "env_smoke_batch", "env_threads", "env_workers", "get_device", "get_mode", "set_seed",
-           "set_threads"]
+           "env_cluster", "env_mode", "env_smoke_batch", "env_threads", "env_workers",
+           "get_device", "get_mode", "set_seed", "set_threads"]
 
 MODES = ("fast", "full", "auto")
 #: The device kinds experiments may run on (see :func:`get_device`).
@@ -71,14 +71,21 @@ def _parse_mode(name: str, value) -> str:
     return mode
 
 
+def _count(raw: str) -> int | None:
+    """``raw`` as an int >= 1 written in digits (no '2.0', '', '1e3', '1_000'), else None."""
+    if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
+        return None
+    return int(raw)
+
+
 def _env_count(var: str, default: int, what: str) -> int:
     """An integer environment variable >= 1: digits only (no '2.0', '', '1e3', '1_000')."""
     raw = os.environ.get(var)
     if raw is None:
         return default
-    if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
+    n = _count(raw)
+    if n is None:
         raise ValueError(f"{var} must be an int >= 1 ({what}); got {raw!r}")
-    n = int(raw)
     _warn_above_cores(f"{var}={n}", n)
     return n
 
@@ -149,16 +156,17 @@ def env_max_steps() -> int | None:
     raw = os.environ.get("ATTN_MAX_STEPS", "")
     if raw.strip() == "":
         return None
-    if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
+    n = _count(raw)
+    if n is None:
         raise ValueError(f"ATTN_MAX_STEPS must be an int >= 1 (a smoke run's cap on training "
                          f"steps), or unset for none; got {raw!r}")
-    return int(raw)
+    return n
 
 
 def env_cluster() -> tuple[str, int | str] | None:
     """``ATTN_CLUSTER``: a Dask cluster for the engine's member jobs, in place of the local
-    worker processes (``ATTN_WORKERS``), through joblib's ``dask`` backend; None when unset
-    or empty.
+    worker processes (``ATTN_WORKERS``), as Dask futures (:mod:`attn_core.cluster`); None
+    when unset or empty.
 
     - ``local:N`` -> ``("local", N)``: a ``distributed.LocalCluster`` of N single-threaded
       worker processes on this machine, started once per Python process.
@@ -199,10 +207,11 @@ def env_smoke_batch() -> int | None:
         return SMOKE_BATCH
     if raw.strip().lower() == "off":
         return None
-    if not re.fullmatch(r"\s*\+?[0-9]+\s*", raw) or int(raw) < 1:
+    n = _count(raw)
+    if n is None:
         raise ValueError(f"ATTN_SMOKE_BATCH must be an int >= 1 (a smoke run's largest batch "
                          f"per member) or off (the configured batches); got {raw!r}")
-    return int(raw)
+    return n
 
 
 def env_cache() -> Path | None:

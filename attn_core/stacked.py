@@ -142,7 +142,6 @@ class StackedLinear(nn.Module):
         super().__init__()
         d_in, d_out = check_int("d_in", d_in), check_int("d_out", d_out)
         check_bool("bias", bias)
-        check_generators(gens)
         bound = 1.0 / math.sqrt(d_in)
         self.weight = stacked_parameter(gens, (d_out, d_in), uniform_init(bound))
         self.bias = stacked_parameter(gens, (d_out,), uniform_init(bound)) if bias else None

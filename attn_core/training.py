@@ -321,8 +321,8 @@ class Trainer:
                 results[i] = store.load(keys[i], functools.partial(_rebuild, *job[:3]),
                                         (len(job[1]), self.steps, n_evals))
         todo = [i for i, r in enumerate(results) if r is None]
-        n_workers = self._workers(len(todo))
         dask_client = self._cluster(len(todo))
+        n_workers = self._workers(len(todo))
 
         def finished(i, result):
             results[i] = result
@@ -338,12 +338,9 @@ class Trainer:
                    desc=f"{self.desc} [{execution}, S={len(seeds)}{where}]",
                    disable=not self.progress, leave=False, mininterval=2.0)
         bar.update(self.steps * (len(jobs) - len(todo)))
-        if dask_client is not None:
+        if dask_client is not None or n_workers > 1:
             self._fit_in_workers([jobs[i] for i in todo], task, probes, bar, n_workers,
                                  lambda j, r: finished(todo[j], r), dask_client)
-        elif n_workers > 1:
-            self._fit_in_workers([jobs[i] for i in todo], task, probes, bar, n_workers,
-                                 lambda j, r: finished(todo[j], r))
         else:
             for i in todo:
                 finished(i, self._fit_group(*jobs[i], task, probes, bar))
