@@ -131,10 +131,11 @@ def _sha256(path: Path) -> str:
 
 
 def _stored_files() -> list[Path]:
-    """Every file the manifest covers: the entries, the envelopes, chapter 6's sweep."""
-    from .chapters.ch6_transformer import SWEEP_FILE
+    """Every file the manifest covers: the entries, the envelopes, chapter 6's two sweeps."""
+    from .chapters.ch6_transformer import FULL_SWEEP_FILE, SWEEP_FILE
     files = sorted(STORE.glob("*.npz"))
-    return files + [p for p in (STORE / ENVELOPES, SWEEP_FILE) if p.exists()]
+    return files + [p for p in (STORE / ENVELOPES, SWEEP_FILE, FULL_SWEEP_FILE)
+                    if p.exists()]
 
 
 def _relative(path: Path) -> str:

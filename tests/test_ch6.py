@@ -1,6 +1,8 @@
 """Chapter 6: the encoder-decoder Transformer, its stacked engine model and its probe."""
 
 import functools
+import json
+import re
 
 import numpy as np
 import pytest
@@ -646,3 +648,51 @@ def test_printed_name_says_the_attention_but_the_key_does_not_change():
     assert uniform.cache_name() == base.cache_name() == "transformer-learned"
     assert base.display_name() == "transformer-learned"
     assert uniform.display_name() == "transformer-learned, uniform attention"
+
+
+# ------------------------------------------------- the stored sweep at the papers' scale
+def test_the_full_sweep_has_every_condition_at_the_papers_scale():
+    rows = ch.load_full_sweep()
+    assert tuple(rows) == ch.FULL_CONDITIONS or set(rows) == set(ch.FULL_CONDITIONS)
+    for name in ch.FULL_CONDITIONS:
+        row, cfg = rows[name], ch.full_sweep_config(name)
+        assert (cfg.length, cfg.d_model, cfg.batch_size, cfg.steps) == (40, 128, 128, 300)
+        assert row["seeds"] == list(ch.FULL_SEEDS)
+        acc = np.array(row["token_acc"])
+        assert acc.shape == (10, 31) and row["eval_steps"][-1] == 300
+        np.testing.assert_allclose(acc[:, -1], row["final_token_acc"], atol=1e-4)
+
+
+def test_a_full_sweep_row_that_differs_is_refused(tmp_path, monkeypatch):
+    from attn_core import stored
+    rows = json.loads(ch.FULL_SWEEP_FILE.read_text())
+    bad = tmp_path / "full.json"
+    for change, match in [
+            (lambda r: r["qk-self"]["config"].update(length=20),
+             r"row 'qk-self' was computed with another configuration than "
+             r"full_sweep_config\('qk-self'\)"),
+            (lambda r: r.pop("uniform, control"),
+             r"has no row 'uniform, control': run ATTN_MODE=full python "
+             r"benchmarks/full_ch6/run\.py"),
+            (lambda r: r["learned"].update(attn_acc=r["learned"]["attn_acc"][:3]),
+             r"row 'learned''s 'attn_acc' has shape \(3, 31\) \(needs \(10, 31\)")]:
+        copy = json.loads(json.dumps(rows))
+        change(copy)
+        bad.write_text(json.dumps(copy))
+        with pytest.raises(ValueError, match=match):
+            ch.load_full_sweep(bad)
+    with pytest.raises(ValueError, match=r"ch6_full_sweep\.json.* is missing|is missing"):
+        ch.load_full_sweep(tmp_path / "nothing.json")
+    # the package's own file is checked against the manifest before any row is read
+    real = stored._manifest()
+    name = stored._relative(ch.FULL_SWEEP_FILE)
+    assert name in real
+    monkeypatch.setattr(stored, "_manifest", lambda: {**real, name: "0" * 64})
+    with pytest.raises(stored.StoredMismatch, match=rf"^{re.escape(name)} was changed"):
+        ch.load_full_sweep()
+
+
+def test_full_sweep_config_names_a_condition_that_did_not_run_at_full_size():
+    with pytest.raises(ValueError, match=r"^name must be one of .*'uniform, control'.*; "
+                                         r"got '1 head'"):
+        ch.full_sweep_config("1 head")

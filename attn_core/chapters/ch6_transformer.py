@@ -74,7 +74,8 @@ __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "SUCCESS_LEVEL", "initial_evaluation", "check_initial", "lstm_reference",
            "first_step_push", "PUSH_GROUPS", "fisher_exact", "model_diagram",
            "position_logits", "draw_position_logits", "SLIDER_SIGMAS", "draw_success_counts",
-           "WHAT_IF_NAMES"]
+           "WHAT_IF_NAMES", "FULL_CONDITIONS", "FULL_SEEDS", "FULL_SWEEP_FILE",
+           "full_sweep_config", "load_full_sweep"]
 
 #: How positions reach the model (see the module docstring).
 POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
@@ -545,8 +546,8 @@ class TransformerCopyConfig(CopyTraining, Experiment):
 
 
 #: The chapter's Transformer on chapter 4's fast task (L = 20 + EOS, batch 32, 300 steps,
-#: ten seeds). Full: chapter 4's full task (L = 40, batch 128) with a wider model -- not
-#: run at that size on this project's CPUs (see the chapter's notes).
+#: ten seeds). Full: chapter 4's full task (L = 40, batch 128) with a wider model; the
+#: conditions of claims T1-T4 ran at that size here (:data:`FULL_CONDITIONS`, ten seeds).
 TRANSFORMER_BASE = Preset(
     fast=TransformerCopyConfig(),
     full=TransformerCopyConfig(length=40, d_model=128, heads=4, d_ff=256, batch_size=128,
@@ -636,12 +637,13 @@ def sweep_row(cfg: TransformerCopyConfig, h) -> dict:
     }
 
 
-def _check_row(path, name: str, row) -> None:
-    """ValueError naming the file unless ``row`` holds a value per seed and evaluation."""
-    cfg = sweep_config(name)
+def _check_row(path, name: str, row, cfg: TransformerCopyConfig,
+               script: str = _SWEEP_SCRIPT) -> None:
+    """ValueError naming the file unless ``row`` holds a value per seed and evaluation of
+    ``cfg`` (the row's configuration)."""
     seeds = len(cfg.seeds)
     steps = _eval_schedule(cfg.steps, cfg.eval_every)
-    fix = f"run {_SWEEP_SCRIPT} --force"
+    fix = f"run {script} --force"
     if not isinstance(row, dict) or row.get("eval_steps") != steps:
         raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
                          f"steps its configuration evaluates at ({steps}): {fix}")
@@ -690,7 +692,60 @@ def load_sweep(path: str | Path | None = None) -> dict:
             raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
                              f"another configuration than sweep_config({name!r}); run "
                              f"{_SWEEP_SCRIPT} to recompute it")
-        _check_row(path, name, rows[name])
+        _check_row(path, name, rows[name], sweep_config(name))
+    return rows
+
+
+#: The conditions run at the papers' scale (``benchmarks/full_ch6/run.py``, on a Dask
+#: cluster of this project's CPUs): those that decide claims T1-T4 -- four heads on
+#: permutations and on the control, small positions, the two halves of the ablation, and
+#: attention frozen uniform on both tasks.
+FULL_CONDITIONS = ("learned", "learned, control", "small positions", "qk-cross", "qk-self",
+                   "uniform", "uniform, control")
+#: The seeds of every condition at the papers' scale (the fast sweep's ten).
+FULL_SEEDS = tuple(range(10))
+#: Where the stored sweep at the papers' scale lives (written by its script).
+FULL_SWEEP_FILE = Path(__file__).with_name("data") / "ch6_full_sweep.json"
+_FULL_SCRIPT = "ATTN_MODE=full python benchmarks/full_ch6/run.py"
+
+
+def full_sweep_config(name: str) -> TransformerCopyConfig:
+    """Condition ``name`` (one of :data:`FULL_CONDITIONS`) at the papers' scale:
+    ``TRANSFORMER_BASE.full`` (L = 40, d = 128, 4 heads, batch 128, 300 steps, evaluated
+    every 10) with the condition's fields and :data:`FULL_SEEDS`."""
+    name = check_choice("name", name, FULL_CONDITIONS)
+    return sweep_config(name, seeds=FULL_SEEDS, base=TRANSFORMER_BASE.full)
+
+
+def load_full_sweep(path: str | Path | None = None) -> dict:
+    """The stored sweep at the papers' scale: condition name (:data:`FULL_CONDITIONS`) ->
+    its row (:func:`sweep_row`), checked as :func:`load_sweep` checks the fast one (the
+    manifest, every row present, complete and computed with :func:`full_sweep_config`).
+    With ``ATTN_STORED=off`` (and no ``path``) every condition is trained now -- seventy
+    runs at the papers' scale, about an hour and a half on two CPU cores (cached)."""
+    if path is None and env_stored() == "off":
+        return {name: sweep_row(full_sweep_config(name), full_sweep_config(name).run())
+                for name in FULL_CONDITIONS}
+    path = FULL_SWEEP_FILE if path is None else Path(path)
+    if path.resolve() == FULL_SWEEP_FILE.resolve():
+        verify_file(path)
+    try:
+        rows = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"the stored sweep {path} is missing: run {_FULL_SCRIPT}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
+                         f"{_FULL_SCRIPT} again") from None
+    for name in FULL_CONDITIONS:
+        cfg = full_sweep_config(name)
+        if name not in rows:
+            raise ValueError(f"the stored sweep {path} has no row {name!r}: run "
+                             f"{_FULL_SCRIPT}")
+        if rows[name].get("config") != config_record(cfg):
+            raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
+                             f"another configuration than full_sweep_config({name!r}); run "
+                             f"{_FULL_SCRIPT} to recompute it")
+        _check_row(path, name, rows[name], cfg, _FULL_SCRIPT)
     return rows
 
 

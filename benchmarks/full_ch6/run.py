@@ -1,37 +1,54 @@
 """Chapter 6 at the papers' scale (issue #33 item 3): the conditions that decide its claims
-T1-T5 -- learned positions, its control, small positions, qk-cross, qk-self, uniform --
-at ``TRANSFORMER_BASE.full`` (L = 40, d = 128, 4 heads, batch 128, 300 steps), 10 seeds
-each, on the engine's workers or a Dask cluster (``ATTN_CLUSTER``).
+T1-T4 (``ch6_transformer.FULL_CONDITIONS``: learned positions on permutations and on the
+control, small positions, qk-cross, qk-self, attention frozen uniform on both tasks) at
+``TRANSFORMER_BASE.full`` (L = 40, d = 128, 4 heads, batch 128, 300 steps), 10 seeds each,
+on the engine's workers or a Dask cluster (``ATTN_CLUSTER``).
 
-Resumable: every finished seed is saved in the results cache as it arrives
+Writes the chapter's stored sweep at that scale, ``attn_core/chapters/data/
+ch6_full_sweep.json`` (every evaluation of every seed, as ``ch6_sweep.json`` holds the fast
+one; the stored results' manifest covers it), and ``results.json`` beside this file (each
+condition's successes, rate, 95 % interval, seconds, and the machine): both atomically,
+after every condition.
+
+Resumable: every finished group of seeds is saved in the results cache as it arrives
 (``ATTN_CACHE``, keep it on a disk that survives the session), so a run stopped and started
-again trains only the seeds not yet saved; a finished condition is read back whole.
-``results.json`` beside this file is rewritten (atomically) after every condition.
+again trains only the seeds not yet saved; a finished condition is read back whole (its
+time in ``results.json`` is the time it took when it was trained, not the read).
 
     ATTN_MODE=full ATTN_CLUSTER=local:2 ATTN_CACHE=/persistent/attn_cache \\
-        python benchmarks/full_ch6/run.py              # ~70 min on 2 vCPUs (measured below)
+        python benchmarks/full_ch6/run.py              # ~65 min on 2 vCPUs (measured below)
 
 Measured 2026-11-26 on this project's 2-vCPU machine (90-94 GFLOP/s core): one full-size
-run trains at 0.47 s a step with its evaluations (20 steps of ``learned``), so a condition
-of 10 seeds is ~1,400 s of one core and the six ~8,400 s: ~70 min on two.
+run trains at 0.47 s a step with its evaluations, and a condition of ten seeds took
+553-568 s on a ``local:2`` cluster (seven conditions: ~65 min).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import time
 from pathlib import Path
 
 from attn_core.chapters import ch6_transformer as ch
 from attn_core.config import env_max_steps, get_mode
 from attn_core.metrics import success_rate
+from attn_core.stored import _write_json, write_manifest
 
 OUT = Path(__file__).resolve().parent / "results.json"
-#: The conditions of claims T1-T5 (chapter 6's claims table), in the order they run.
-CONDITIONS = ("learned", "learned, control", "small positions", "qk-cross", "qk-self",
-              "uniform")
-SEEDS = tuple(range(10))
+
+
+def _machine() -> str:
+    """The CPU's model name and core count (the times depend on them)."""
+    try:
+        names = [line.split(":", 1)[1].strip() for line in
+                 Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith("model name")]
+    except OSError:
+        names = []
+    return f"{names[0] if names else platform.processor() or platform.machine()}, " \
+           f"{os.cpu_count()} cores"
 
 
 def main() -> None:
@@ -39,28 +56,32 @@ def main() -> None:
         raise SystemExit("set ATTN_MODE=full: this script runs the papers' scale")
     if env_max_steps() is not None:
         raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
-    base = ch.TRANSFORMER_BASE.full
+    path = ch.FULL_SWEEP_FILE
+    rows = json.loads(path.read_text()) if path.exists() else {}
     out = json.loads(OUT.read_text()) if OUT.exists() else {}
-    for name in CONDITIONS:
-        cfg = ch.sweep_config(name, seeds=SEEDS, base=base)
+    out.setdefault("conditions", {})
+    for name in ch.FULL_CONDITIONS:
+        cfg = ch.full_sweep_config(name)
         t = time.time()
         h = cfg.run()
-        acc = h.metrics["token_acc"]
-        ok = acc[:, -1] > ch.SUCCESS_LEVEL
+        seconds = round(time.time() - t, 1)
+        rows[name] = ch.sweep_row(cfg, h)
+        ok = h.metrics["token_acc"][:, -1] > ch.SUCCESS_LEVEL
         r, lo, hi = success_rate(ok)
-        out[name] = {"seeds": [int(s) for s in h.seeds],
-                     "final_token_acc": acc[:, -1].round(4).tolist(),
-                     "token_acc": acc.round(4).tolist(),
-                     "eval_steps": h.eval_steps.tolist(),
-                     "success": [int(ok.sum()), len(ok)], "rate": [r, lo, hi],
-                     "seconds": round(time.time() - t, 1), "cached": bool(h.cached),
-                     "config": {k: str(v) for k, v in cfg.as_dict().items()}}
+        before = out["conditions"].get(name, {})
+        if h.cached and before.get("seconds") is not None:
+            seconds = before["seconds"]          # the training's time, not the read's
+        out["conditions"][name] = {"success": [int(ok.sum()), len(ok)],
+                                   "rate": [r, lo, hi], "seconds": seconds,
+                                   **({"note": before["note"]} if "note" in before else {})}
         print(f"{name}: {int(ok.sum())}/{len(ok)} above {ch.SUCCESS_LEVEL}, rate {r:.2f} "
-              f"[{lo:.2f}, {hi:.2f}] ({time.time() - t:.0f} s)", flush=True)
-        tmp = OUT.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(out, indent=1))
-        os.replace(tmp, OUT)                      # atomic: a stopped run keeps what it had
-    print("success by condition:", {k: v["success"] for k, v in out.items()})
+              f"[{lo:.2f}, {hi:.2f}] ({seconds:.0f} s)", flush=True)
+        out["machine"] = _machine()
+        _write_json(path, rows)                   # atomic: a stopped run keeps what it had
+        _write_json(OUT, out)
+        write_manifest()                          # the manifest covers the sweep's file
+    print("success by condition:",
+          {k: v["success"] for k, v in out["conditions"].items()})
 
 
 if __name__ == "__main__":
