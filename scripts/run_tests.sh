@@ -82,10 +82,6 @@ timed "book build" bash -o pipefail -c \
 
 
 stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), side by side"
-# Three processes on the two cores: the browser check waits on Chromium (a third of its
-# time) and the JupyterLab test on its server and kernel; a third process computes while
-# one of them waits (STAGE3_PROCESSES=2 to compare; measured in benchmarks/README.md).
-STAGE3_PROCESSES="${STAGE3_PROCESSES:-3}"
 # One pytest run over them, a file at a time per process, in the order given (pytest-xdist
 # would otherwise start the files with the most tests first, the notebooks, and leave the
 # long single tests for the end), the longest first: measured 2026-11-26 on a 92 GFLOP/s
@@ -95,8 +91,7 @@ STAGE3_PROCESSES="${STAGE3_PROCESSES:-3}"
 # 21, 16, 14 and 13 s. The rehearsal sets its own ATTN_*.
 timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     ATTN_MODE=full ATTN_MAX_STEPS=2 \
-    python -m pytest -ra -n "$STAGE3_PROCESSES" --durations=15 --dist loadfile \
-    --no-loadscope-reorder \
+    python -m pytest -ra -n 2 --durations=15 --dist loadfile --no-loadscope-reorder \
     --nbval-lax tests/test_browser.py notebooks/03_ibm1.ipynb tests/test_jupyterlab.py \
     tests/test_colab_rehearsal.py notebooks/05_multihead.ipynb \
     notebooks/04_permutation_copy.ipynb notebooks/02_sen.ipynb \
