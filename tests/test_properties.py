@@ -1,0 +1,269 @@
+"""Property-based tests of the public API (issue #35 item 6), with Hypothesis.
+
+Every entry below is a public function, class or config with a valid call and, for each of
+its scalar parameters, what the parameter takes: an int in a range, a real number in a range,
+True/False, or one of some strings. Hypothesis then generates values that the parameter does
+*not* take -- a bool or an integral float (2.0) where an int goes, NaN or inf, a number just
+outside the range, a string, None, a list, a NumPy scalar of the wrong kind, a string that is
+almost a choice -- and the only outcome allowed is a ``ValueError`` or ``TypeError`` raised by
+``attn_core`` whose message names the parameter: never a silent acceptance, a crash inside
+torch or NumPy, or an error that names nothing. ``tests/test_api_probe.py`` keeps the
+hand-written cases (tensors of wrong shapes, files, environment variables); these cover the
+scalar space those cases sample a few points of.
+
+Deterministic (``derandomize``: the same examples in every run and process) and without an
+example database (a failure is reproduced by running it again); Hypothesis's own cache goes
+to the temporary folder, not the clone.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis.configuration import set_hypothesis_home_dir  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from attn_core import claims, data, metrics, models, theory, training  # noqa: E402
+from attn_core.chapters import ch4_copy, ch5_multihead, ch6_transformer  # noqa: E402
+
+EXAMPLES = 12
+SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
+# Hypothesis keeps a cache of its own (text strategies) in ./.hypothesis: not in the clone
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "attn_core-hypothesis")
+
+
+# --------------------------------------------------------------------- what a parameter takes
+def Int(low=None, high=None):
+    return ("int", low, high)
+
+
+def Real(low=None, high=None, low_open=False, high_open=False, finite=True):
+    return ("real", low, high, low_open, high_open, finite)
+
+
+BOOL = ("bool",)
+
+
+def Choice(*options):
+    return ("choice", options)
+
+
+_ANY_BAD = st.one_of(st.none(), st.text(max_size=4), st.just([1]), st.just((0.5,)),
+                     st.just({"a": 1}), st.complex_numbers(max_magnitude=4, min_magnitude=1),
+                     st.just(object()))
+
+
+def Opt(kind):
+    """``kind``, or None (the documented default)."""
+    return ("optional", kind)
+
+
+def bad_values(kind) -> st.SearchStrategy:
+    """Values that a parameter of ``kind`` does not take."""
+    tag = kind[0]
+    if tag == "optional":
+        return bad_values(kind[1]).filter(lambda v: v is not None)
+    if tag == "int":
+        low, high = kind[1], kind[2]
+        parts = [_ANY_BAD, st.booleans(), st.just(np.bool_(True)),
+                 st.floats(allow_nan=True, allow_infinity=True),   # 2.0 included
+                 st.floats(-1e3, 1e3).map(np.float64)]
+        if low is not None:
+            parts.append(st.integers(low - 10**6, low - 1))
+        if high is not None:
+            parts.append(st.integers(high + 1, high + 10**6))
+        return st.one_of(parts)
+    if tag == "real":
+        low, high, low_open, high_open, finite = kind[1:]
+        parts = [_ANY_BAD, st.booleans(), st.just(np.bool_(False)), st.just(float("nan"))]
+        if finite:
+            parts.append(st.sampled_from([float("inf"), float("-inf")]))
+        if low is not None:
+            parts.append(st.floats(low - 1e6, low, exclude_max=not low_open,
+                                   allow_nan=False))
+        if high is not None:
+            parts.append(st.floats(high, high + 1e6, exclude_min=not high_open,
+                                   allow_nan=False))
+        return st.one_of(parts)
+    if tag == "bool":
+        return st.one_of(_ANY_BAD, st.integers(-2, 2), st.floats(allow_nan=True),
+                         st.sampled_from(["True", "False", "yes", "no"]),
+                         st.just(np.int64(1)))
+    if tag == "choice":
+        options = kind[1]
+        near = [o.upper() for o in options if o.upper() != o] + [o + " " for o in options]
+        return st.one_of(st.none(), st.integers(-2, 2), st.booleans(), st.just([options[0]]),
+                         st.sampled_from(near), st.text(max_size=6).filter(
+                             lambda s: s not in options))
+    raise AssertionError(kind)
+
+
+# ------------------------------------------------------------------------- the public API
+_CLAIM = dict(id="X1", statement="s", kind="identity", measured=1.0, op=">=", threshold=0.5)
+
+
+def _claim(**kw):
+    return claims.Claims("t").check(**{k: v for k, v in kw.items() if k not in
+                                       ("id", "statement")}, id=kw["id"],
+                                    statement=kw["statement"])
+
+
+#: (name, callable, valid keyword arguments, {parameter: what it takes})
+API = [
+    ("data.KeywordTask", data.KeywordTask, dict(length=3, vocab=4, keyword=0),
+     dict(length=Int(2), vocab=Int(2), keyword=Int(0, 3))),
+    ("data.CopyTask", data.CopyTask, dict(length=3),
+     dict(length=Int(1), distribution=Choice("permutation", "distinct", "iid"), eos=BOOL)),
+    ("data.ParallelCorpusTask", data.ParallelCorpusTask,
+     dict(vocab=6, length=3, n_pairs=10, seed=0),
+     dict(vocab=Int(2), length=Int(1), n_pairs=Int(1), zipf=Real(0), distinct=BOOL,
+          reorder=Real(0, 1), seed=Int(0))),
+    ("data.TopicTask", data.TopicTask,
+     dict(n_topics=2, words_per_topic=1, m=2, n_nontopic=5, n_train=6, n_test=2),
+     dict(n_topics=Int(1), words_per_topic=Int(1), m=Int(1), n_train=Int(1), seed=Int(0))),
+    ("models.AttentionClassifier", models.AttentionClassifier, dict(vocab=4, embed=2, hidden=2),
+     dict(vocab=Int(1), embed=Int(1), hidden=Int(1),
+          attention=Choice(*models.ATTENTION_MODES))),
+    ("models.Seq2Seq", models.Seq2Seq, dict(vocab=5, embed=2, hidden=2),
+     dict(vocab=Int(1), embed=Int(1), hidden=Int(1), heads=Int(1), cell=Choice("lstm", "gru"),
+          attention=Choice(*models.ATTENTION_MODES), bias=BOOL, head_proj=BOOL)),
+    ("models.BagOfWordsProxy", models.BagOfWordsProxy, dict(vocab_in=4, vocab_out=3),
+     dict(vocab_in=Int(1), vocab_out=Int(1))),
+    ("models.TopicAttention", models.TopicAttention, dict(vocab=7, n_topics=2, dim=2),
+     dict(vocab=Int(1), n_topics=Int(1), dim=Int(1), embed_var=Real(0, low_open=True),
+          query_norm=Real(0, low_open=True), classifier=Choice("FC", "TC"))),
+    ("metrics.wilson_interval", metrics.wilson_interval, dict(successes=3, n=10),
+     dict(successes=Int(0, 10), n=Int(1), confidence=Real(0, 1, True, True))),
+    ("metrics.fisher_exact", metrics.fisher_exact, dict(k1=3, n1=10, k2=5, n2=10),
+     dict(k1=Int(0, 10), n1=Int(1), k2=Int(0, 10), n2=Int(1),
+          alternative=Choice("two-sided", "greater", "less"))),
+    ("metrics.newcombe_interval", metrics.newcombe_interval, dict(k1=3, n1=10, k2=5, n2=10),
+     dict(k1=Int(0, 10), n1=Int(1), k2=Int(0, 10), n2=Int(1))),
+    ("metrics.classify_heads", metrics.classify_heads, dict(final_acc=[[0.9, 0.99]]),
+     dict(good=Real(0, 1, True, True), bad=Real(0, 1, True, True))),
+    ("metrics.agreement_baseline", metrics.agreement_baseline, dict(v=np.eye(3)[None]),
+     dict(k=Real(0, 1, True, False))),
+    ("theory.gated_flow", theory.gated_flow, dict(beta0=0.0, beta1=0.0, p=0.5, n_steps=10),
+     dict(beta0=Real(), beta1=Real(), p=Real(0, 1, True, True), t_max=Real(0, low_open=True),
+          n_steps=Int(1))),
+    ("theory.gated_flow_critical_gap", theory.gated_flow_critical_gap, dict(p=0.5),
+     dict(p=Real(0, 1, True, True))),
+    ("theory.gated_ce_descent", theory.gated_ce_descent,
+     dict(beta0=0.0, beta1=0.0, p=0.5, lr=0.1, steps=3),
+     dict(beta0=Real(), beta1=Real(), p=Real(0, 1, True, True), lr=Real(0, low_open=True),
+          steps=Int(1))),
+    ("theory.sen_curve", theory.sen_curve, dict(score=[0.1, 0.2], m=20), dict(m=Int(1))),
+    ("theory.ibm1_em", theory.ibm1_em, dict(sources=[[0, 1], [1, 2]], targets=[[2, 0], [0, 1]]),
+     dict(iterations=Int(1), null=BOOL)),
+    ("theory.optimal_attention", theory.optimal_attention,
+     dict(gammas=[[0.0, 0.0, 0.0], [0.0, -10.0, 5.0], [0.0, 5.0, -10.0]], steps=10),
+     dict(target=Int(0, 2), method=Choice("projected", "mirror"), steps=Int(1),
+          tol=Real(0, low_open=True))),
+    ("training.Trainer", training.Trainer, dict(steps=1, batch_size=2, progress=False),
+     dict(steps=Int(1), batch_size=Int(1), lr=Opt(Real(0, low_open=True)),
+          eval_every=Int(1), progress=BOOL, execution=Choice(*training.EXECUTIONS),
+          optimizer=Choice("adam", "sgd"), workers=Opt(Int(1)))),
+    ("claims.Claims.check", _claim, _CLAIM,
+     dict(kind=Choice("finding", "identity"), op=Choice(*claims.OPS))),
+    ("ch4_copy.CopyConfig", ch4_copy.CopyConfig, dict(),
+     dict(length=Int(1), embed=Int(1), hidden=Int(1), heads=Int(1), cell=Choice("lstm", "gru"),
+          eos=BOOL, bias=BOOL, batch_size=Int(1), steps=Int(1), lr=Real(0, low_open=True),
+          eval_every=Int(1))),
+    ("ch4_copy.guessing_accuracy", ch4_copy.guessing_accuracy, dict(length=20),
+     dict(length=Int(1), eos=BOOL)),
+    ("ch5_multihead.RescueConfig", ch5_multihead.RescueConfig, dict(),
+     dict(base_seed=Int(0), head_proj=BOOL, n_candidates=Int(1),
+          good=Real(0.6, 1, True, True), bad=Real(0, 0.95, True, True), n_combinations=Int(1))),
+    ("ch6_transformer.TransformerCopyConfig", ch6_transformer.TransformerCopyConfig, dict(),
+     dict(length=Int(1), d_model=Int(1), pos_std=Real(0, low_open=True),
+          emb_std=Real(0, low_open=True), shared_positions=BOOL,
+          positions=Choice(*ch6_transformer.POSITIONS), norm=Choice(*ch6_transformer.NORMS),
+          steps=Int(1), lr=Real(0, low_open=True))),
+    ("ch6_transformer.position_logits", ch6_transformer.position_logits,
+     dict(sigma=1.0, d_model=8, heads=2, n_positions=4, draws=2),
+     dict(sigma=Real(0, low_open=True), d_model=Int(1), heads=Int(1), n_positions=Int(2),
+          draws=Int(1), seed=Int(0))),
+]
+
+CASES = [pytest.param(fn, valid, name, kind, id=f"{label}-{name}")
+         for label, fn, valid, params in API for name, kind in params.items()]
+
+
+def _raised_by_attn_core(excinfo) -> bool:
+    return "attn_core" in Path(str(excinfo.traceback[-1].path)).parts
+
+
+@pytest.mark.parametrize("fn, valid, name, kind", CASES)
+def test_a_value_a_parameter_does_not_take_is_refused_naming_it(fn, valid, name, kind):
+    fn(**valid)                                         # the valid call is valid
+
+    @SETTINGS
+    @given(value=bad_values(kind))
+    def refused(value):
+        with pytest.raises((ValueError, TypeError)) as excinfo:
+            fn(**{**valid, name: value})
+        message = str(excinfo.value)
+        assert re.search(rf"(?<![A-Za-z_]){re.escape(name)}(?![A-Za-z_])", message), (
+            f"{name}={value!r}: {excinfo.type.__name__} does not name {name!r}: {message}")
+        assert _raised_by_attn_core(excinfo), (
+            f"{name}={value!r}: raised inside {excinfo.traceback[-1].path}, not by attn_core: "
+            f"{excinfo.type.__name__}: {message}")
+
+    refused()
+
+
+def test_the_bad_values_are_bad_for_the_checks_of_their_kind():
+    # the strategies themselves: every generated value fails the package's own check of that
+    # kind (else a test above could pass on a value the parameter rightly takes)
+    from attn_core.checks import check_bool, check_choice, check_int, check_real
+
+    @SETTINGS
+    @given(st.data())
+    def each_kind(data_):
+        for kind, check in [(Int(2, 9), lambda v: check_int("x", v, 2, 9)),
+                            (Real(0, 1, True, False), lambda v: check_real("x", v, 0, 1, True)),
+                            (BOOL, lambda v: check_bool("x", v)),
+                            (Choice("a", "b"), lambda v: check_choice("x", v, ("a", "b")))]:
+            value = data_.draw(bad_values(kind))
+            with pytest.raises((ValueError, TypeError), match=r"^x must"):
+                check(value)
+
+    each_kind()
+
+
+def _run_property(fn, valid, name, kind):
+    test_a_value_a_parameter_does_not_take_is_refused_naming_it(fn, valid, name, kind)
+
+
+def test_the_property_fails_a_parameter_that_accepts_a_bad_value():
+    def lenient(n=1):                 # takes anything, silently
+        return n
+
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        _run_property(lenient, {}, "n", Int(1))
+
+
+def test_the_property_fails_an_error_that_names_nothing_or_comes_from_torch():
+    def unnamed(n=1):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError("bad value")
+        return n
+
+    with pytest.raises(AssertionError, match=r"does not name 'n'"):
+        _run_property(unnamed, {}, "n", Int(1))
+
+    def from_torch(n=1):             # torch's own errors, or silence (torch.zeros(True))
+        return torch.zeros(n)
+
+    # Hypothesis reports each distinct failure: several at once come as an exception group
+    with pytest.raises((AssertionError, pytest.fail.Exception, RuntimeError,
+                        BaseExceptionGroup)):
+        _run_property(from_torch, {}, "n", Int(1))
