@@ -31,8 +31,9 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis.configuration import set_hypothesis_home_dir  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from attn_core import claims, data, metrics, models, theory, training  # noqa: E402
-from attn_core.chapters import ch4_copy, ch5_multihead, ch6_transformer  # noqa: E402
+# every module _get() reads an entry point from (by name: older checkouts may lack some)
+from attn_core import claims, data, metrics, models, theory, training  # noqa: E402,F401
+from attn_core.chapters import ch4_copy, ch5_multihead, ch6_transformer  # noqa: E402,F401
 
 EXAMPLES = 12
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
@@ -107,6 +108,24 @@ def bad_values(kind) -> st.SearchStrategy:
 
 
 # ------------------------------------------------------------------------- the public API
+def _get(path: str):
+    """The public object at ``path`` ("module.name"), or None where this checkout of the
+    package lacks it (``scripts/api_probe.py`` probes older checkouts too)."""
+    module, _, name = path.partition(".")
+    return getattr(globals()[module], name, None)
+
+
+def _const(module, name: str, default: tuple) -> tuple:
+    return getattr(module, name, default)
+
+
+MODES = _const(models, "ATTENTION_MODES", ("learned", "uniform"))
+EXECUTIONS = _const(training, "EXECUTIONS", ("auto", "batched", "looped"))
+OPS = _const(claims, "OPS", (">", ">=", "<", "<=", "==", "in"))
+POSITIONS = _const(ch6_transformer, "POSITIONS", ("learned",))
+NORMS = _const(ch6_transformer, "NORMS", ("pre", "post"))
+
+
 _CLAIM = dict(id="X1", statement="s", kind="identity", measured=1.0, op=">=", threshold=0.5)
 
 
@@ -118,76 +137,78 @@ def _claim(**kw):
 
 #: (name, callable, valid keyword arguments, {parameter: what it takes})
 API = [
-    ("data.KeywordTask", data.KeywordTask, dict(length=3, vocab=4, keyword=0),
+    ("data.KeywordTask", _get("data.KeywordTask"), dict(length=3, vocab=4, keyword=0),
      dict(length=Int(2), vocab=Int(2), keyword=Int(0, 3))),
-    ("data.CopyTask", data.CopyTask, dict(length=3),
+    ("data.CopyTask", _get("data.CopyTask"), dict(length=3),
      dict(length=Int(1), distribution=Choice("permutation", "distinct", "iid"), eos=BOOL)),
-    ("data.ParallelCorpusTask", data.ParallelCorpusTask,
+    ("data.ParallelCorpusTask", _get("data.ParallelCorpusTask"),
      dict(vocab=6, length=3, n_pairs=10, seed=0),
      dict(vocab=Int(2), length=Int(1), n_pairs=Int(1), zipf=Real(0), distinct=BOOL,
           reorder=Real(0, 1), seed=Int(0))),
-    ("data.TopicTask", data.TopicTask,
+    ("data.TopicTask", _get("data.TopicTask"),
      dict(n_topics=2, words_per_topic=1, m=2, n_nontopic=5, n_train=6, n_test=2),
      dict(n_topics=Int(1), words_per_topic=Int(1), m=Int(1), n_train=Int(1), seed=Int(0))),
-    ("models.AttentionClassifier", models.AttentionClassifier, dict(vocab=4, embed=2, hidden=2),
+    ("models.AttentionClassifier", _get("models.AttentionClassifier"),
+     dict(vocab=4, embed=2, hidden=2),
      dict(vocab=Int(1), embed=Int(1), hidden=Int(1),
-          attention=Choice(*models.ATTENTION_MODES))),
-    ("models.Seq2Seq", models.Seq2Seq, dict(vocab=5, embed=2, hidden=2),
+          attention=Choice(*MODES))),
+    ("models.Seq2Seq", _get("models.Seq2Seq"), dict(vocab=5, embed=2, hidden=2),
      dict(vocab=Int(1), embed=Int(1), hidden=Int(1), heads=Int(1), cell=Choice("lstm", "gru"),
-          attention=Choice(*models.ATTENTION_MODES), bias=BOOL, head_proj=BOOL)),
-    ("models.BagOfWordsProxy", models.BagOfWordsProxy, dict(vocab_in=4, vocab_out=3),
+          attention=Choice(*MODES), bias=BOOL, head_proj=BOOL)),
+    ("models.BagOfWordsProxy", _get("models.BagOfWordsProxy"), dict(vocab_in=4, vocab_out=3),
      dict(vocab_in=Int(1), vocab_out=Int(1))),
-    ("models.TopicAttention", models.TopicAttention, dict(vocab=7, n_topics=2, dim=2),
+    ("models.TopicAttention", _get("models.TopicAttention"), dict(vocab=7, n_topics=2, dim=2),
      dict(vocab=Int(1), n_topics=Int(1), dim=Int(1), embed_var=Real(0, low_open=True),
           query_norm=Real(0, low_open=True), classifier=Choice("FC", "TC"))),
-    ("metrics.wilson_interval", metrics.wilson_interval, dict(successes=3, n=10),
+    ("metrics.wilson_interval", _get("metrics.wilson_interval"), dict(successes=3, n=10),
      dict(successes=Int(0, 10), n=Int(1), confidence=Real(0, 1, True, True))),
-    ("metrics.fisher_exact", metrics.fisher_exact, dict(k1=3, n1=10, k2=5, n2=10),
+    ("metrics.fisher_exact", _get("metrics.fisher_exact"), dict(k1=3, n1=10, k2=5, n2=10),
      dict(k1=Int(0, 10), n1=Int(1), k2=Int(0, 10), n2=Int(1),
           alternative=Choice("two-sided", "greater", "less"))),
-    ("metrics.newcombe_interval", metrics.newcombe_interval, dict(k1=3, n1=10, k2=5, n2=10),
+    ("metrics.newcombe_interval", _get("metrics.newcombe_interval"), dict(k1=3, n1=10, k2=5, n2=10),
      dict(k1=Int(0, 10), n1=Int(1), k2=Int(0, 10), n2=Int(1))),
-    ("metrics.classify_heads", metrics.classify_heads, dict(final_acc=[[0.9, 0.99]]),
+    ("metrics.classify_heads", _get("metrics.classify_heads"), dict(final_acc=[[0.9, 0.99]]),
      dict(good=Real(0, 1, True, True), bad=Real(0, 1, True, True))),
-    ("metrics.agreement_baseline", metrics.agreement_baseline, dict(v=np.eye(3)[None]),
+    ("metrics.agreement_baseline", _get("metrics.agreement_baseline"), dict(v=np.eye(3)[None]),
      dict(k=Real(0, 1, True, False))),
-    ("theory.gated_flow", theory.gated_flow, dict(beta0=0.0, beta1=0.0, p=0.5, n_steps=10),
+    ("theory.gated_flow", _get("theory.gated_flow"), dict(beta0=0.0, beta1=0.0, p=0.5, n_steps=10),
      dict(beta0=Real(), beta1=Real(), p=Real(0, 1, True, True), t_max=Real(0, low_open=True),
           n_steps=Int(1))),
-    ("theory.gated_flow_critical_gap", theory.gated_flow_critical_gap, dict(p=0.5),
+    ("theory.gated_flow_critical_gap", _get("theory.gated_flow_critical_gap"), dict(p=0.5),
      dict(p=Real(0, 1, True, True))),
-    ("theory.gated_ce_descent", theory.gated_ce_descent,
+    ("theory.gated_ce_descent", _get("theory.gated_ce_descent"),
      dict(beta0=0.0, beta1=0.0, p=0.5, lr=0.1, steps=3),
      dict(beta0=Real(), beta1=Real(), p=Real(0, 1, True, True), lr=Real(0, low_open=True),
           steps=Int(1))),
-    ("theory.sen_curve", theory.sen_curve, dict(score=[0.1, 0.2], m=20), dict(m=Int(1))),
-    ("theory.ibm1_em", theory.ibm1_em, dict(sources=[[0, 1], [1, 2]], targets=[[2, 0], [0, 1]]),
+    ("theory.sen_curve", _get("theory.sen_curve"), dict(score=[0.1, 0.2], m=20), dict(m=Int(1))),
+    ("theory.ibm1_em", _get("theory.ibm1_em"),
+     dict(sources=[[0, 1], [1, 2]], targets=[[2, 0], [0, 1]]),
      dict(iterations=Int(1), null=BOOL)),
-    ("theory.optimal_attention", theory.optimal_attention,
+    ("theory.optimal_attention", _get("theory.optimal_attention"),
      dict(gammas=[[0.0, 0.0, 0.0], [0.0, -10.0, 5.0], [0.0, 5.0, -10.0]], steps=10),
      dict(target=Int(0, 2), method=Choice("projected", "mirror"), steps=Int(1),
           tol=Real(0, low_open=True))),
-    ("training.Trainer", training.Trainer, dict(steps=1, batch_size=2, progress=False),
+    ("training.Trainer", _get("training.Trainer"), dict(steps=1, batch_size=2, progress=False),
      dict(steps=Int(1), batch_size=Int(1), lr=Opt(Real(0, low_open=True)),
-          eval_every=Int(1), progress=BOOL, execution=Choice(*training.EXECUTIONS),
+          eval_every=Int(1), progress=BOOL, execution=Choice(*EXECUTIONS),
           optimizer=Choice("adam", "sgd"), workers=Opt(Int(1)))),
     ("claims.Claims.check", _claim, _CLAIM,
-     dict(kind=Choice("finding", "identity"), op=Choice(*claims.OPS))),
-    ("ch4_copy.CopyConfig", ch4_copy.CopyConfig, dict(),
+     dict(kind=Choice("finding", "identity"), op=Choice(*OPS))),
+    ("ch4_copy.CopyConfig", _get("ch4_copy.CopyConfig"), dict(),
      dict(length=Int(1), embed=Int(1), hidden=Int(1), heads=Int(1), cell=Choice("lstm", "gru"),
           eos=BOOL, bias=BOOL, batch_size=Int(1), steps=Int(1), lr=Real(0, low_open=True),
           eval_every=Int(1))),
-    ("ch4_copy.guessing_accuracy", ch4_copy.guessing_accuracy, dict(length=20),
+    ("ch4_copy.guessing_accuracy", _get("ch4_copy.guessing_accuracy"), dict(length=20),
      dict(length=Int(1), eos=BOOL)),
-    ("ch5_multihead.RescueConfig", ch5_multihead.RescueConfig, dict(),
+    ("ch5_multihead.RescueConfig", _get("ch5_multihead.RescueConfig"), dict(),
      dict(base_seed=Int(0), head_proj=BOOL, n_candidates=Int(1),
           good=Real(0.6, 1, True, True), bad=Real(0, 0.95, True, True), n_combinations=Int(1))),
-    ("ch6_transformer.TransformerCopyConfig", ch6_transformer.TransformerCopyConfig, dict(),
+    ("ch6_transformer.TransformerCopyConfig", _get("ch6_transformer.TransformerCopyConfig"), dict(),
      dict(length=Int(1), d_model=Int(1), pos_std=Real(0, low_open=True),
           emb_std=Real(0, low_open=True), shared_positions=BOOL,
-          positions=Choice(*ch6_transformer.POSITIONS), norm=Choice(*ch6_transformer.NORMS),
+          positions=Choice(*POSITIONS), norm=Choice(*NORMS),
           steps=Int(1), lr=Real(0, low_open=True))),
-    ("ch6_transformer.position_logits", ch6_transformer.position_logits,
+    ("ch6_transformer.position_logits", _get("ch6_transformer.position_logits"),
      dict(sigma=1.0, d_model=8, heads=2, n_positions=4, draws=2),
      dict(sigma=Real(0, low_open=True), d_model=Int(1), heads=Int(1), n_positions=Int(2),
           draws=Int(1), seed=Int(0))),
@@ -203,6 +224,7 @@ def _raised_by_attn_core(excinfo) -> bool:
 
 @pytest.mark.parametrize("fn, valid, name, kind", CASES)
 def test_a_value_a_parameter_does_not_take_is_refused_naming_it(fn, valid, name, kind):
+    assert fn is not None, "an entry point of the list is missing from the package"
     fn(**valid)                                         # the valid call is valid
 
     @SETTINGS
@@ -267,3 +289,31 @@ def test_the_property_fails_an_error_that_names_nothing_or_comes_from_torch():
     with pytest.raises((AssertionError, pytest.fail.Exception, RuntimeError,
                         BaseExceptionGroup)):
         _run_property(from_torch, {}, "n", Int(1))
+
+
+def test_the_probe_script_sorts_every_outcome():
+    # scripts/api_probe.py counts what the property test asserts; each of its five outcomes
+    import importlib.util
+    import time
+    spec = importlib.util.spec_from_file_location(
+        "api_probe", Path(__file__).resolve().parents[1] / "scripts" / "api_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    from attn_core.checks import check_int
+
+    def clear(n=1):
+        return check_int("n", n)
+
+    def unclear(n=1):
+        raise ValueError("bad")
+
+    def crash(n=1):
+        return [][n]
+
+    def hang(n=1):
+        time.sleep(5)
+
+    got = {f.__name__: probe.classify(f, {}, "n", 2.0, timeout=0.2)[0]
+           for f in (clear, unclear, crash, hang, lambda n=1: n)}
+    assert got == {"clear": "clear", "unclear": "unclear", "crash": "crash", "hang": "hang",
+                   "<lambda>": "silent"}
