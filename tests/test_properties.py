@@ -308,7 +308,7 @@ def test_the_probe_script_sorts_every_outcome():
         raise ValueError("bad")
 
     def crash(n=1):
-        return [][n]
+        return [][int(n)]            # IndexError
 
     def hang(n=1):
         time.sleep(5)
