@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 __all__ = ["check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
+           "check_fractions",
            "check_generator", "check_int_tuple", "check_token_ids", "check_index_tensor",
            "check_sequences", "check_int_array",
            "check_real_array", "check_bool_array", "check_str"]
@@ -242,6 +243,15 @@ def check_real_array(name: str, value, ndim: int | tuple[int, ...] | None = None
         what = "finite numbers" if finite else "no NaN"
         kind = "non-finite" if finite else "NaN"
         raise ValueError(f"{name} must hold {what}; got {bad} {kind} entr{'y' if bad == 1 else 'ies'}")
+    return arr
+
+
+def check_fractions(name: str, value, what: str = "accuracies") -> np.ndarray:
+    """A real array of fractions (accuracies, rates): finite, every entry in [0, 1]."""
+    arr = check_real_array(name, value)
+    if arr.size and not ((arr >= 0) & (arr <= 1)).all():
+        raise ValueError(f"{name} must hold {what} in [0, 1]; got values in "
+                         f"[{arr.min():g}, {arr.max():g}]")
     return arr
 
 

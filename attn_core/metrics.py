@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .checks import (check_bool, check_bool_array, check_int, check_int_array, check_real,
-                     check_real_array, check_token_ids)
+from .checks import (check_bool, check_bool_array, check_fractions, check_int, check_int_array,
+                     check_real, check_real_array, check_token_ids)
 
 __all__ = ["keyword_probe", "first_step", "holds_from", "wilson_interval", "success_rate",
            "topic_purity", "attended_words", "sen_probe", "eq8_rates", "rank_correlation",
@@ -434,7 +434,7 @@ def classify_heads(final_acc, good: float = 0.95, bad: float = 0.6) -> np.ndarra
     on every data seed, ``"bad"`` if it ends below ``bad`` on every one, else
     ``"inconsistent"``. Returns an array of those strings.
     """
-    acc = check_real_array("final_acc", final_acc, finite=False)
+    acc = check_fractions("final_acc", final_acc)
     if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] == 0:
         raise ValueError(f"final_acc must be a non-empty (n_heads, n_data_seeds) array; got shape {acc.shape}")
     good, bad = check_real("good", good), check_real("bad", bad)
@@ -450,7 +450,7 @@ def first_to_diagonal(head_attn_acc, steps, level: float = 0.5) -> list:
     """For every head, the first evaluation step at which its attention accuracy exceeds
     ``level`` (None if it never does). ``head_attn_acc`` is one run's (E, K) curve (the
     ``head_attn_acc`` probe of chapter 5), ``steps`` its (E,) evaluation steps."""
-    acc = check_real_array("head_attn_acc", head_attn_acc, finite=False)
+    acc = check_fractions("head_attn_acc", head_attn_acc)
     steps = check_int_array("steps", steps, 0, ndim=1)
     level = check_real("level", level)
     if acc.ndim != 2 or acc.shape[0] != steps.shape[0]:
@@ -479,7 +479,7 @@ def verdict_repeat(final_acc, good: float = 0.95, bad: float = 0.6, n_tokens: in
       (good on one seed, below ``bad`` on another, or the reverse);
     - ``tol_good`` and ``tol_bad``: the two noise bands.
     """
-    acc = check_real_array("final_acc", final_acc, finite=False)
+    acc = check_fractions("final_acc", final_acc)
     if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] < 2:
         raise ValueError(f"final_acc must be an (n_heads, n_data_seeds >= 2) array; got shape {acc.shape}")
     if n_tokens is not None:

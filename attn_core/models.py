@@ -58,13 +58,18 @@ def attention_weights(scores: Tensor, mode: str) -> Tensor:
 _LABELS = ("class labels", "n_classes")
 
 
-def _check_pair(a_name: str, a, b_name: str, b) -> None:
-    """Two batches of sequences, (S, B, L) and (S, B, T), of the same members and examples."""
+def _check_pair(a_name: str, a, b_name: str, b, vocab: int | None = None) -> None:
+    """Two batches of sequences, (S, B, L) and (S, B, T), of the same members and examples;
+    with ``vocab``, both of token ids in ``[0, vocab)`` (checked here, under their own names,
+    before the embedding checks them again as its generic "token ids")."""
     check_sequences(a_name, a)
     check_sequences(b_name, b, ("S", "B", "T"))
     if a.shape[:2] != b.shape[:2]:
         raise ValueError(f"{a_name} {tuple(a.shape)} and {b_name} {tuple(b.shape)} must share "
                          f"their first two dimensions (S, B)")
+    if vocab is not None:
+        check_token_ids(a_name, a, vocab)
+        check_token_ids(b_name, b, vocab)
 
 
 def _check_indices(name: str, t, shape, n: int, what: str = "token ids", size: str = "vocab",
@@ -112,6 +117,7 @@ class AttentionClassifier(StackedModule):
     def forward(self, x: Tensor) -> dict[str, Tensor]:
         """Return ``logit`` (S, B), attention ``p`` (S, B, L), relevance ``beta`` (S, B, L)."""
         check_sequences("x", x)
+        check_token_ids("x", x, self.vocab)
         h, _ = self.rnn(self.emb(x))  # (S, B, L, H)
         a = torch.einsum("sblh,sh->sbl", h, self.alpha)
         p = attention_weights(a, self.attention)
@@ -122,6 +128,7 @@ class AttentionClassifier(StackedModule):
         """The batch's keys, and its labels y (S, B): floats 0. or 1., one per sequence of x."""
         self._check_batch(batch, ("x", "y"))
         check_sequences("batch['x']", batch["x"])
+        check_token_ids("batch['x']", batch["x"], self.vocab)
         _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], 2, *_LABELS, floating=True)
 
     def loss(self, batch):
@@ -258,7 +265,7 @@ class Seq2Seq(StackedModule):
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L)."""
-        _check_pair("src", src, "tgt_in", tgt_in)
+        _check_pair("src", src, "tgt_in", tgt_in, self.vocab)
         enc, dec = self._states(src, tgt_in)
         S, B, L, H = enc.shape
         T, K = dec.shape[2], self.heads
@@ -305,7 +312,7 @@ class Seq2Seq(StackedModule):
         for one head without projection; the authors' code feeds ``project_enc(h_l)``).
         Returns (S, B, T, L).
         """
-        _check_pair("src", src, "tgt_in", tgt_in)
+        _check_pair("src", src, "tgt_in", tgt_in, self.vocab)
         _check_indices("tgt", tgt, tgt_in.shape, self.vocab)
         enc, dec = self._states(src, tgt_in)
         enc = self.position_contexts(enc)

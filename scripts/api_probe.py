@@ -48,8 +48,11 @@ def _alarm(signum, frame):
     raise _Hang
 
 
-def classify(fn, valid: dict, name: str, value, timeout: float) -> tuple[str, str]:
-    """(outcome, detail) of ``fn(**valid, name=value)``."""
+def classify(fn, valid: dict, name: str, value, timeout: float,
+             match: str | None = None) -> tuple[str, str]:
+    """(outcome, detail) of ``fn(**valid, name=value)``; with ``match`` (a hand-written
+    case's regular expression for its message) a clear error must match it instead of
+    naming ``name``."""
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -61,7 +64,8 @@ def classify(fn, valid: dict, name: str, value, timeout: float) -> tuple[str, st
         while tb.tb_next is not None:
             tb = tb.tb_next
         where = tb.tb_frame.f_code.co_filename
-        named = re.search(rf"(?<![A-Za-z_]){re.escape(name)}(?![A-Za-z_])", str(e))
+        named = (re.search(match, str(e)) if match is not None else
+                 re.search(rf"(?<![A-Za-z_]){re.escape(name)}(?![A-Za-z_])", str(e)))
         if named and "attn_core" in Path(where).parts:
             return "clear", ""
         return "unclear", f"{type(e).__name__}: {str(e)[:100]}"
@@ -70,6 +74,24 @@ def classify(fn, valid: dict, name: str, value, timeout: float) -> tuple[str, st
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     return "silent", "accepted"
+
+
+#: tests/test_api_probe.py's lists of hand-written cases (call, message pattern)
+HAND_LISTS = ("DATA", "THEORY", "METRICS", "PLOTTING", "MODELS", "STACKED", "TRAINING",
+              "CONFIG", "CACHE", "CLAIMS", "CHAPTERS")
+
+
+def hand_cases():
+    """The hand-written cases of tests/test_api_probe.py: (id, call, match), or an error
+    message when that file cannot be loaded against this checkout."""
+    spec = importlib.util.spec_from_file_location("test_api_probe",
+                                                  ROOT / "tests" / "test_api_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 -- an older checkout lacks what it builds
+        return f"{type(e).__name__}: {str(e)[:120]}"
+    return [(p.id, *p.values) for name in HAND_LISTS for p in getattr(module, name)]
 
 
 def main() -> None:
@@ -120,12 +142,34 @@ def main() -> None:
                 counts[outcome] += 1
                 if outcome in args.show.split(","):
                     listed.append(f"  {outcome:7s} {label}({name}={value!r:.40}): {detail}")
+    hand = hand_cases()
+    hand_counts = collections.Counter()
+    if isinstance(hand, str):
+        listed.append(f"  tests/test_api_probe.py's cases not loaded here: {hand}")
+    else:
+        import matplotlib.pyplot as plt
+        for id_, call, match in hand:
+            outcome, detail = classify(lambda value: call(), {}, "value", None,
+                                       args.timeout, match=match)
+            hand_counts[outcome] += 1
+            plt.close("all")
+            if outcome in args.show.split(","):
+                listed.append(f"  {outcome:7s} [hand] {id_}: {detail}")
     total = sum(v for k, v in counts.items() if k != "missing")
     print("\n".join(listed))
     print(f"{total} bad inputs over {len(reg.API)} entry points: " + ", ".join(
         f"{k} {counts[k]} ({counts[k] / max(total, 1):.0%})"
         for k in ("clear", "unclear", "crash", "silent", "hang"))
         + (f"; {counts['missing']} not probed (missing here)" if counts["missing"] else ""))
+    if hand_counts:
+        n = sum(hand_counts.values())
+        print(f"{n} hand-written cases (tests/test_api_probe.py): " + ", ".join(
+            f"{k} {hand_counts[k]}" for k in ("clear", "unclear", "crash", "silent", "hang")))
+        both = counts + hand_counts
+        n_all = total + n
+        print(f"all {n_all} bad inputs: " + ", ".join(
+            f"{k} {both[k]} ({both[k] / n_all:.1%})"
+            for k in ("clear", "unclear", "crash", "silent", "hang")))
 
 
 if __name__ == "__main__":

@@ -657,7 +657,7 @@ METRICS = [
     case("classify_heads-bad-nan",
          lambda: metrics.classify_heads(np.ones((2, 2)), bad=NAN), "bad must be"),
     case("classify_heads-acc-nan",
-         lambda: metrics.classify_heads([[NAN, 1.0]]), "final_acc must hold no NaN"),
+         lambda: metrics.classify_heads([[NAN, 1.0]]), "final_acc must hold finite numbers"),
     case("classify_heads-1d",
          lambda: metrics.classify_heads(np.ones(3)), "final_acc must be a non-empty"),
     case("classify_heads-bad-above-good",

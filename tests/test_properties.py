@@ -62,6 +62,16 @@ _ANY_BAD = st.one_of(st.none(), st.text(max_size=4), st.just([1]), st.just((0.5,
                      st.just(object()))
 
 
+def Ids(shape, vocab):
+    """A long tensor of token ids of ``shape``, each in [0, vocab)."""
+    return ("ids", tuple(shape), vocab)
+
+
+def Fractions(shape):
+    """A real array of ``shape`` (accuracies), each in [0, 1]."""
+    return ("fractions", tuple(shape))
+
+
 def Opt(kind):
     """``kind``, or None (the documented default)."""
     return ("optional", kind)
@@ -98,6 +108,37 @@ def bad_values(kind) -> st.SearchStrategy:
         return st.one_of(_ANY_BAD, st.integers(-2, 2), st.floats(allow_nan=True),
                          st.sampled_from(["True", "False", "yes", "no"]),
                          st.just(np.int64(1)))
+    if tag == "ids":
+        shape, vocab = kind[1], kind[2]
+
+        def with_id(v):
+            t = torch.zeros(shape, dtype=torch.long)
+            t.view(-1)[-1] = v
+            return t
+
+        return st.one_of(
+            st.integers(vocab, vocab + 10**6).map(with_id),
+            st.integers(-10**6, -1).map(with_id),
+            st.sampled_from([
+                torch.zeros(shape), torch.zeros(shape, dtype=torch.bool),
+                torch.full(shape, float("nan")), torch.zeros(shape[1:], dtype=torch.long),
+                torch.zeros((*shape, 1), dtype=torch.long),
+                torch.zeros((*shape[:-1], 0), dtype=torch.long),
+                np.zeros(shape, dtype=np.int64), [[0, 1]], None, "0 1"]))
+    if tag == "fractions":
+        shape = kind[1]
+
+        def with_value(v):
+            a = np.full(shape, 0.5)
+            a.flat[-1] = v
+            return a
+
+        return st.one_of(
+            st.sampled_from([float("nan"), float("inf"), float("-inf")]).map(with_value),
+            st.floats(1, 1e6, exclude_min=True).map(with_value),
+            st.floats(-1e6, 0, exclude_max=True).map(with_value),
+            st.sampled_from([None, "0.5", np.full(shape, "a"), np.zeros((0,) + shape[1:]),
+                             np.zeros(shape[:-1])]))
     if tag == "choice":
         options = kind[1]
         near = [o.upper() for o in options if o.upper() != o] + [o + " " for o in options]
@@ -135,8 +176,32 @@ def _claim(**kw):
                                     statement=kw["statement"])
 
 
+_CLASSIFIER = _get("models.AttentionClassifier")(vocab=4, embed=2, hidden=2)
+_SEQ2SEQ = _get("models.Seq2Seq")(vocab=5, embed=2, hidden=2)
+
+
+def _classify(x):
+    return _CLASSIFIER(x)
+
+
+def _seq2seq(src, tgt_in):
+    return _SEQ2SEQ(src, tgt_in)
+
+
 #: (name, callable, valid keyword arguments, {parameter: what it takes})
 API = [
+    ("models.AttentionClassifier.forward", _classify,
+     dict(x=torch.zeros(1, 2, 3, dtype=torch.long)), dict(x=Ids((1, 2, 3), 4))),
+    ("models.Seq2Seq.forward", _seq2seq,
+     dict(src=torch.zeros(1, 2, 3, dtype=torch.long), tgt_in=torch.zeros(1, 2, 4, dtype=torch.long)),
+     dict(src=Ids((1, 2, 3), 5), tgt_in=Ids((1, 2, 4), 5))),
+    ("metrics.verdict_repeat", _get("metrics.verdict_repeat"),
+     dict(final_acc=[[0.9, 0.99], [0.3, 0.2]]), dict(final_acc=Fractions((2, 2)))),
+    ("metrics.classify_heads (accuracies)", _get("metrics.classify_heads"),
+     dict(final_acc=[[0.9, 0.99]]), dict(final_acc=Fractions((1, 2)))),
+    ("metrics.first_to_diagonal", _get("metrics.first_to_diagonal"),
+     dict(head_attn_acc=[[0.1, 0.2], [0.6, 0.7]], steps=[0, 10]),
+     dict(head_attn_acc=Fractions((2, 2)))),
     ("data.KeywordTask", _get("data.KeywordTask"), dict(length=3, vocab=4, keyword=0),
      dict(length=Int(2), vocab=Int(2), keyword=Int(0, 3))),
     ("data.CopyTask", _get("data.CopyTask"), dict(length=3),
