@@ -673,26 +673,34 @@ def load_sweep(path: str | Path | None = None) -> dict:
             cfg = sweep_config(name)
             rows[name] = sweep_row(cfg, cfg.run())
         return rows
-    path = SWEEP_FILE if path is None else Path(path)
-    if path.resolve() == SWEEP_FILE.resolve():
+    return _load_rows(SWEEP_FILE if path is None else Path(path), SWEEP_FILE,
+                      {name: sweep_config(name) for name in SWEEP_CONDITIONS}, "sweep_config",
+                      _SWEEP_SCRIPT)
+
+
+def _load_rows(path: Path, package_file: Path, configs: dict, maker: str,
+               script: str) -> dict:
+    """The rows of the stored sweep ``path`` for ``configs`` (condition name -> the
+    configuration its row must record; ``maker`` names the function that made them), each
+    present, of that configuration and complete; ``package_file`` (the package's own copy)
+    must match the manifest. ValueError naming the file and ``script`` otherwise."""
+    if path.resolve() == package_file.resolve():
         verify_file(path)
     try:
         rows = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"the stored sweep {path} is missing: run {_SWEEP_SCRIPT}") from None
+        raise ValueError(f"the stored sweep {path} is missing: run {script}") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
-                         f"{_SWEEP_SCRIPT} again") from None
-    for name in SWEEP_CONDITIONS:
-        want = config_record(sweep_config(name))
+                         f"{script} again") from None
+    for name, cfg in configs.items():
         if name not in rows:
-            raise ValueError(f"the stored sweep {path} has no row {name!r}: run "
-                             f"{_SWEEP_SCRIPT}")
-        if rows[name].get("config") != want:
+            raise ValueError(f"the stored sweep {path} has no row {name!r}: run {script}")
+        if rows[name].get("config") != config_record(cfg):
             raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
-                             f"another configuration than sweep_config({name!r}); run "
-                             f"{_SWEEP_SCRIPT} to recompute it")
-        _check_row(path, name, rows[name], sweep_config(name))
+                             f"another configuration than {maker}({name!r}); run "
+                             f"{script} to recompute it")
+        _check_row(path, name, rows[name], cfg, script)
     return rows
 
 
@@ -726,27 +734,9 @@ def load_full_sweep(path: str | Path | None = None) -> dict:
     if path is None and env_stored() == "off":
         return {name: sweep_row(full_sweep_config(name), full_sweep_config(name).run())
                 for name in FULL_CONDITIONS}
-    path = FULL_SWEEP_FILE if path is None else Path(path)
-    if path.resolve() == FULL_SWEEP_FILE.resolve():
-        verify_file(path)
-    try:
-        rows = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"the stored sweep {path} is missing: run {_FULL_SCRIPT}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
-                         f"{_FULL_SCRIPT} again") from None
-    for name in FULL_CONDITIONS:
-        cfg = full_sweep_config(name)
-        if name not in rows:
-            raise ValueError(f"the stored sweep {path} has no row {name!r}: run "
-                             f"{_FULL_SCRIPT}")
-        if rows[name].get("config") != config_record(cfg):
-            raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
-                             f"another configuration than full_sweep_config({name!r}); run "
-                             f"{_FULL_SCRIPT} to recompute it")
-        _check_row(path, name, rows[name], cfg, _FULL_SCRIPT)
-    return rows
+    return _load_rows(FULL_SWEEP_FILE if path is None else Path(path), FULL_SWEEP_FILE,
+                      {name: full_sweep_config(name) for name in FULL_CONDITIONS},
+                      "full_sweep_config", _FULL_SCRIPT)
 
 
 def live_config(name: str, n: int = 1,
