@@ -246,11 +246,11 @@ def check_real_array(name: str, value, ndim: int | tuple[int, ...] | None = None
     return arr
 
 
-def check_fractions(name: str, value, what: str = "accuracies") -> np.ndarray:
-    """A real array of fractions (accuracies, rates): finite, every entry in [0, 1]."""
+def check_fractions(name: str, value) -> np.ndarray:
+    """A real array of accuracies: finite, every entry in [0, 1]."""
     arr = check_real_array(name, value)
     if arr.size and not ((arr >= 0) & (arr <= 1)).all():
-        raise ValueError(f"{name} must hold {what} in [0, 1]; got values in "
+        raise ValueError(f"{name} must hold accuracies in [0, 1]; got values in "
                          f"[{arr.min():g}, {arr.max():g}]")
     return arr
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import importlib.util
 import inspect
 import re
@@ -30,11 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_registry():
-    """tests/test_properties.py's API list and bad-value strategies (imported as a module)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    spec = importlib.util.spec_from_file_location("test_properties",
-                                                  ROOT / "tests" / "test_properties.py")
+@functools.cache
+def _load_test_module(name: str):
+    """tests/<name>.py as a module, loaded once (tests/ on the path for what it imports)."""
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -65,7 +67,7 @@ def classify(fn, valid: dict, name: str, value, timeout: float,
             tb = tb.tb_next
         where = tb.tb_frame.f_code.co_filename
         named = (re.search(match, str(e)) if match is not None else
-                 re.search(rf"(?<![A-Za-z_]){re.escape(name)}(?![A-Za-z_])", str(e)))
+                 _load_test_module("test_properties").names(name, str(e)))
         if named and "attn_core" in Path(where).parts:
             return "clear", ""
         return "unclear", f"{type(e).__name__}: {str(e)[:100]}"
@@ -84,11 +86,8 @@ HAND_LISTS = ("DATA", "THEORY", "METRICS", "PLOTTING", "MODELS", "STACKED", "TRA
 def hand_cases():
     """The hand-written cases of tests/test_api_probe.py: (id, call, match), or an error
     message when that file cannot be loaded against this checkout."""
-    spec = importlib.util.spec_from_file_location("test_api_probe",
-                                                  ROOT / "tests" / "test_api_probe.py")
-    module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        module = _load_test_module("test_api_probe")
     except Exception as e:  # noqa: BLE001 -- an older checkout lacks what it builds
         return f"{type(e).__name__}: {str(e)[:120]}"
     return [(p.id, *p.values) for name in HAND_LISTS for p in getattr(module, name)]
@@ -103,7 +102,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.examples < 1 or args.timeout <= 0:
         raise SystemExit("--examples must be >= 1 and --timeout > 0")
-    reg = _load_registry()
+    reg = _load_test_module("test_properties")
     import attn_core
     from hypothesis import given, settings
 

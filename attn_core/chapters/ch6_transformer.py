@@ -667,23 +667,20 @@ def load_sweep(path: str | Path | None = None) -> dict:
     configuration is not :func:`sweep_config`'s -- a stored result is never shown for a
     configuration it was not computed with. With ``ATTN_STORED=off`` (and no ``path``) every
     condition is trained now (ten seeds each, cached) and its row made from that."""
-    if path is None and env_stored() == "off":
-        rows = {}
-        for name in SWEEP_CONDITIONS:
-            cfg = sweep_config(name)
-            rows[name] = sweep_row(cfg, cfg.run())
-        return rows
-    return _load_rows(SWEEP_FILE if path is None else Path(path), SWEEP_FILE,
+    return _load_rows(path, SWEEP_FILE,
                       {name: sweep_config(name) for name in SWEEP_CONDITIONS}, "sweep_config",
                       _SWEEP_SCRIPT)
 
 
-def _load_rows(path: Path, package_file: Path, configs: dict, maker: str,
-               script: str) -> dict:
-    """The rows of the stored sweep ``path`` for ``configs`` (condition name -> the
-    configuration its row must record; ``maker`` names the function that made them), each
-    present, of that configuration and complete; ``package_file`` (the package's own copy)
-    must match the manifest. ValueError naming the file and ``script`` otherwise."""
+def _load_rows(path, package_file: Path, configs: dict, maker: str, script: str) -> dict:
+    """The rows of the stored sweep ``path`` (None: ``package_file``, the package's own copy,
+    which must match the manifest) for ``configs`` (condition name -> the configuration its
+    row must record; ``maker`` names the function that made them), each present, of that
+    configuration and complete; ValueError naming the file and ``script`` otherwise. With
+    ``ATTN_STORED=off`` and no ``path``, every condition is trained now (cached) instead."""
+    if path is None and env_stored() == "off":
+        return {name: sweep_row(cfg, cfg.run()) for name, cfg in configs.items()}
+    path = package_file if path is None else Path(path)
     if path.resolve() == package_file.resolve():
         verify_file(path)
     try:
@@ -731,10 +728,7 @@ def load_full_sweep(path: str | Path | None = None) -> dict:
     manifest, every row present, complete and computed with :func:`full_sweep_config`).
     With ``ATTN_STORED=off`` (and no ``path``) every condition is trained now -- seventy
     runs at the papers' scale, about an hour and a half on two CPU cores (cached)."""
-    if path is None and env_stored() == "off":
-        return {name: sweep_row(full_sweep_config(name), full_sweep_config(name).run())
-                for name in FULL_CONDITIONS}
-    return _load_rows(FULL_SWEEP_FILE if path is None else Path(path), FULL_SWEEP_FILE,
+    return _load_rows(path, FULL_SWEEP_FILE,
                       {name: full_sweep_config(name) for name in FULL_CONDITIONS},
                       "full_sweep_config", _FULL_SCRIPT)
 

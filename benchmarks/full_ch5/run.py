@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import numpy as np
 
 from attn_core.chapters import ch5_multihead as ch
 from attn_core.config import env_max_steps, get_mode
-from attn_core.stored import _write_json
+from attn_core.stored import _write_json, platform
 
 OUT = Path(__file__).resolve().parent / "results.json"
 
@@ -83,7 +82,7 @@ def main() -> None:
                                 "token_acc": np.round(h.metrics["token_acc"], 4).tolist(),
                                 "split": counts, "seconds": round(time.time() - t, 1),
                                 "cached": bool(h.cached)},
-           "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
+           "machine": f"{platform()['cpu']}, {os.cpu_count()} cores"}
     _write_json(OUT, out)
     print(f"stream 0: {counts} of {len(final)} candidates ({time.time() - t:.0f} s)")
 

@@ -27,28 +27,15 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
 from attn_core.chapters import ch6_transformer as ch
 from attn_core.config import env_max_steps, get_mode
 from attn_core.metrics import success_rate
-from attn_core.stored import _write_json, write_manifest
+from attn_core.stored import _write_json, platform, write_manifest
 
 OUT = Path(__file__).resolve().parent / "results.json"
-
-
-def _machine() -> str:
-    """The CPU's model name and core count (the times depend on them)."""
-    try:
-        names = [line.split(":", 1)[1].strip() for line in
-                 Path("/proc/cpuinfo").read_text().splitlines()
-                 if line.startswith("model name")]
-    except OSError:
-        names = []
-    return f"{names[0] if names else platform.processor() or platform.machine()}, " \
-           f"{os.cpu_count()} cores"
 
 
 def main() -> None:
@@ -76,7 +63,7 @@ def main() -> None:
                                    **({"note": before["note"]} if "note" in before else {})}
         print(f"{name}: {int(ok.sum())}/{len(ok)} above {ch.SUCCESS_LEVEL}, rate {r:.2f} "
               f"[{lo:.2f}, {hi:.2f}] ({seconds:.0f} s)", flush=True)
-        out["machine"] = _machine()
+        out["machine"] = f"{platform()['cpu']}, {os.cpu_count()} cores"
         _write_json(path, rows)                   # atomic: a stopped run keeps what it had
         _write_json(OUT, out)
         write_manifest()                          # the manifest covers the sweep's file
