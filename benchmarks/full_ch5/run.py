@@ -1,38 +1,58 @@
-"""Chapter 5 at the papers' scale (issue #33 item 4), first stage: where full mode's steps
-go, and the screen's first data stream.
+"""Chapter 5 at the papers' scale (issue #33 item 4): the screen, the combinations and the
+control at ``RESCUE.full`` (L = 40, GRUs of hidden 256, batch 128, 200 steps, K = 8), cut
+to what decides the chapter's claims, resumable across sessions.
 
-Full mode (``RESCUE.full``: L = 40, GRUs of hidden 256, batch 128, 200 steps; 80 candidate
-heads a round on three data streams, up to three rounds; 50 runs of each K = 8 combination
-and of random heads at K = 2 and 4) trains ~130,000 model-steps, hours on two CPU cores.
-``--accounting`` prints where they go (from the configs, no training). The default trains
-the screen's first round on its first data stream -- exactly the runs the chapter's
-``cfg.screen()`` trains first, cached under the same key -- and writes ``results.json``:
-each candidate's final token accuracy and how the heads split at the chapter's thresholds
-(good > 0.95, bad < 0.6). That split decides what the rest of the plan can cut: a head that
-is neither good nor bad on one stream is "inconsistent" whatever the other streams show.
+Where full mode's steps go (``--accounting``, from the configs, no training): ~110,000
+model-steps with one screen round, ~206,000 at the screen's cap of three rounds. This script
+trains the same runs as the chapter's full mode, under the same cache keys, with three cuts
+that decide no claim:
 
-Resumable: on the CPU every candidate is its own group (``execution="auto"`` loops), saved
-in the results cache as it finishes (``ATTN_CACHE``: keep it on a disk that survives the
-session); a run stopped and started again trains only the candidates not yet saved.
+1. **A head's verdict that is settled is not trained again.** A head is "bad" only if it
+   ends below 0.6 on *every* data stream, "good" only if above 0.95 on every one. After the
+   first stream, a head that ended in between is inconsistent whatever the others show, so
+   streams 1-2 train only the heads that were bad on stream 0 and the first ``GOOD_CHECKED``
+   good ones (the combinations need a few good heads, not all of them). Each head's numbers
+   do not depend on which other heads train beside it (the engine's members are
+   independent), so they are the ones the chapter's full screen would give.
+2. **Rounds only while heads are missing**: another 80 candidates (the chapter's round 2:
+   same seeds, same cache entry) only while fewer than ``k_combo`` = 8 heads are bad on
+   every stream.
+3. **Combinations only as many as the intervals need**: ``N_RUNS`` = 20 runs of each kind
+   (95 % Wilson half-width at most 0.21) instead of 50; the first 20 of the chapter's 50.
+
+Stages (``--until``): ``screen`` (rounds as above), ``combos`` (all bad, one good, random,
+all bad summed at K = 8; random heads at K = 2 and 4; the bad heads alone on the control
+task). ``results.json`` is rewritten after every run (atomically), so an interrupted session
+leaves what it measured; every finished candidate or run is in the results cache
+(``ATTN_CACHE``: keep it on a disk that survives the session), so a run started again trains
+only what is missing. The cache key includes the package's source: run every stage with the
+same ``attn_core`` (``results.json`` records which commit's).
 
     ATTN_MODE=full ATTN_CLUSTER=local:2 ATTN_CACHE=/persistent/attn_cache \\
-        python benchmarks/full_ch5/run.py [--accounting]
+        python benchmarks/full_ch5/run.py [--accounting] [--until screen|combos]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+import attn_core
 from attn_core.chapters import ch5_multihead as ch
 from attn_core.config import env_max_steps, get_mode
 from attn_core.stored import _write_json, platform
 
 OUT = Path(__file__).resolve().parent / "results.json"
+#: Good heads (good on stream 0) checked on the other streams, in seed order.
+GOOD_CHECKED = 10
+#: Runs of each kind of combination (the chapter's full mode: 50).
+N_RUNS = 20
 
 
 def accounting(cfg: ch.RescueConfig) -> dict:
@@ -53,9 +73,139 @@ def accounting(cfg: ch.RescueConfig) -> dict:
             "total, screen at its cap": total + screen * (rounds - 1)}
 
 
+def _commit() -> str:
+    root = Path(attn_core.__file__).resolve().parents[1]
+    try:
+        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+class Results:
+    """results.json, rewritten atomically after every run."""
+
+    def __init__(self, cfg):
+        self.data = {"accounting": accounting(cfg),
+                     "machine": f"{platform()['cpu']}, {os.cpu_count()} cores",
+                     "attn_core": f"{Path(attn_core.__file__).resolve().parent} at {_commit()}",
+                     "cuts": {"good_checked": GOOD_CHECKED, "n_runs": N_RUNS},
+                     "runs": {}}
+        if OUT.exists():
+            import json
+            old = json.loads(OUT.read_text())
+            self.data["runs"] = old.get("runs", {})
+            if "screen, stream 0" in old:   # the first stage's record (570d42a)
+                self.data["runs"].setdefault("screen round 1, stream 0", {
+                    "seconds": old["screen, stream 0"]["seconds"]})
+
+    def run(self, name: str, config: ch.HeadsRun):
+        """Train (or read back) one run; record its final accuracies and curves."""
+        t = time.time()
+        h = config.run()
+        seconds = round(time.time() - t, 1)
+        before = self.data["runs"].get(name, {})
+        if h.cached and before.get("seconds") is not None:
+            seconds = before["seconds"]            # the training's time, not the read's
+        self.data["runs"][name] = {
+            "head_seeds": [list(s) if isinstance(s, tuple) else s for s in config.head_seeds],
+            "data_seeds": list(config.data_seeds),
+            "steps": config.copy.steps, "tag": config.tag,
+            "eval_steps": h.eval_steps.tolist(),
+            "final_token_acc": np.round(h.metrics["token_acc"][:, -1], 4).tolist(),
+            "token_acc": np.round(h.metrics["token_acc"], 4).tolist(),
+            "seconds": seconds, "cached": bool(h.cached)}
+        self.save()
+        print(f"[full_ch5] {name}: {len(config.head_seeds)} runs, {seconds:.0f} s"
+              + (" (read back)" if h.cached else ""))
+        return h
+
+    def save(self):
+        _write_json(OUT, self.data)
+
+
+def screen(cfg, res: Results) -> dict:
+    """Rounds of ``n_candidates`` until ``k_combo`` heads are bad on every stream (and one
+    is good), streams after the first trained only for heads still undecided."""
+    good, bad = cfg.good, cfg.bad
+    final: dict[int, dict[int, float]] = {}          # head -> {stream: final accuracy}
+    drawn, checked = 0, 0                            # good heads sent to the other streams
+    first = cfg.data_seeds[0]
+    for r, size in enumerate(cfg.screen_sizes(), start=1):
+        cands = cfg.candidates(size)[drawn:]
+        for i, d in enumerate(cfg.data_seeds):
+            if i == 0:
+                todo = cands
+            else:   # run on every stream so far, and still all bad or all good
+                alive = [s for s in cands if len(final[s]) == i]
+                todo = [s for s in alive if all(a < bad for a in final[s].values())]
+                goods = [s for s in alive if all(a > good for a in final[s].values())]
+                if i == 1:
+                    goods = goods[:max(0, GOOD_CHECKED - checked)]
+                    checked += len(goods)
+                todo = sorted(todo + goods)
+            if not todo:
+                continue
+            h = res.run(f"screen round {r}, stream {d}",
+                        cfg.heads_run(todo, [d] * len(todo), "heads-screen"))
+            for s, a in zip(todo, h.metrics["token_acc"][:, -1]):
+                final.setdefault(s, {})[d] = float(a)
+        drawn = size
+        labels = _labels(cfg, final)
+        n = {k: sum(v == k for v in labels.values())
+             for k in ("good", "bad", "inconsistent", "unchecked")}
+        print(f"[full_ch5] after round {r} ({drawn} candidates): {n}")
+        res.data["screen"] = {"candidates": drawn, "counts": n,
+                              "labels": {str(k): v for k, v in labels.items()},
+                              "first stream": first}
+        res.save()
+        if n["good"] >= 1 and n["bad"] >= cfg.k_combo:
+            return labels
+    raise SystemExit(f"the screen drew its cap of {drawn} candidates: {n}")
+
+
+def _labels(cfg, final) -> dict[int, str]:
+    """good / bad (on every stream), inconsistent (settled by the streams it ran on), or
+    unchecked (good on the streams it ran on, not run on the others)."""
+    out = {}
+    for s, by_stream in final.items():
+        acc = list(by_stream.values())
+        if all(a > cfg.good for a in acc):
+            out[s] = "good" if len(acc) == len(cfg.data_seeds) else "unchecked"
+        elif all(a < cfg.bad for a in acc) and len(acc) == len(cfg.data_seeds):
+            out[s] = "bad"
+        else:
+            out[s] = "inconsistent"
+    return out
+
+
+def combos(cfg, labels: dict, res: Results) -> None:
+    """The runs of §3-5 at ``N_RUNS`` each, from the screen's pools."""
+    cfg = replace(cfg, n_combinations=N_RUNS, n_random=N_RUNS)
+    pools = {"good": sorted(s for s, v in labels.items() if v == "good"),
+             "bad": sorted(s for s, v in labels.items() if v == "bad"),
+             "random": cfg.fresh_heads(cfg.k_combo)}
+    K = cfg.k_combo
+    heads = {kind: ch.head_combinations(pools, kind, K, N_RUNS, seed=1)
+             for kind in ch.COMBINATION_KINDS}
+    for kind in ("all bad", "one good", "random"):
+        res.run(f"K={K} {kind}", cfg.heads_run(heads[kind], cfg.combination_data(),
+                                                f"heads-{kind.replace(' ', '-')}"))
+    res.run(f"K={K} all bad, summed", cfg.heads_run(heads["all bad"], cfg.combination_data(),
+                                                     "heads-all-bad-sum", head_reduce="sum"))
+    for k in cfg.ks:
+        if k > 1 and k != K:
+            hs = ch.head_combinations({"random": cfg.fresh_heads(k)}, "random", k, N_RUNS)
+            res.run(f"K={k} random", cfg.heads_run(hs, cfg.random_data(),
+                                                    f"heads-random-K{k}"))
+    res.run("control, bad heads", cfg.heads_run(pools["bad"], [0] * len(pools["bad"]),
+                                                "heads-control", copy=cfg.control_copy()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--accounting", action="store_true", help="print the steps, train nothing")
+    ap.add_argument("--until", choices=("screen", "combos"), default="combos")
     args = ap.parse_args()
     if get_mode() != "full":
         raise SystemExit("set ATTN_MODE=full: this script runs the papers' scale")
@@ -69,22 +219,11 @@ def main() -> None:
         return
     if env_max_steps() is not None:
         raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
-    run = ch.screen_configs(cfg)[0]                  # round 1, data stream 0
-    t = time.time()
-    h = run.run()
-    final = h.metrics["token_acc"][:, -1]
-    counts = {"good": int((final > cfg.good).sum()), "bad": int((final < cfg.bad).sum())}
-    counts["neither"] = len(final) - counts["good"] - counts["bad"]
-    out = {"accounting": acc,
-           "screen, stream 0": {"head_seeds": list(run.head_seeds),
-                                "final_token_acc": np.round(final, 4).tolist(),
-                                "eval_steps": h.eval_steps.tolist(),
-                                "token_acc": np.round(h.metrics["token_acc"], 4).tolist(),
-                                "split": counts, "seconds": round(time.time() - t, 1),
-                                "cached": bool(h.cached)},
-           "machine": f"{platform()['cpu']}, {os.cpu_count()} cores"}
-    _write_json(OUT, out)
-    print(f"stream 0: {counts} of {len(final)} candidates ({time.time() - t:.0f} s)")
+    res = Results(cfg)
+    labels = screen(cfg, res)
+    if args.until == "combos":
+        combos(cfg, labels, res)
+    print(f"[full_ch5] done; {OUT}")
 
 
 if __name__ == "__main__":
