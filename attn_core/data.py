@@ -39,8 +39,8 @@ from torch import Tensor
 from .checks import (check_bool, check_choice, check_generator, check_int_array, check_real,
                      check_token_ids)
 
-__all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "topic_sentences",
-           "PurityGradedTask", "MarkovPairTask",
+__all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "EOS_SIDES",
+           "topic_sentences", "PurityGradedTask", "MarkovPairTask",
            "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
            "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation", "copy_vocab"]
 
@@ -116,6 +116,8 @@ class KeywordTask:
 
 # --------------------------------------------------------------------------- chapters 3-5
 COPY_DISTRIBUTIONS = ("permutation", "distinct", "iid", "mixture")
+#: Where :class:`CopyTask`'s end token goes (``eos_side``).
+EOS_SIDES = ("both", "source", "target")
 
 
 def copy_vocab(length: int, distribution: str, vocab: int | None, name: str = "vocab") -> int:
@@ -158,6 +160,26 @@ class CopyTask:
     Batch: ``src`` (B, L'), ``tgt_in`` = [BOS, tgt[:-1]] (B, L'), ``tgt`` (B, L') and
     ``align`` (B, L'): the source position each target token comes from (L' = L, or L + 1
     with ``eos``).
+
+    The end token taken apart (chapter 7; each option at its default leaves the batch and its
+    numbers exactly as above):
+
+    - ``eos_side``: with ``eos``, where the end token is: ``"both"`` (the authors' code),
+      ``"source"`` only (the target is the L copied tokens) or ``"target"`` only (the decoder
+      must say where the copy ends; the source is the L tokens). A target end token has no
+      source position: the batch then carries ``align_mask`` (B, T), False at that step
+      (also with ``mask_end``), and attention accuracy counts only the copied tokens.
+    - ``start``: a start token at the front of the source (its own id), shifting every
+      source position by one.
+    - ``mask_end``: the decoder may not attend to the source's end token: the batch carries
+      ``src_mask`` (B, L'), False there.
+    - ``end_loss=False``: the end step's loss is left out: ``loss_mask`` (B, T), False at
+      the target's end token.
+    - ``end_score_grad=False``: at the target's end step the attention scores pass no
+      gradient (the step still trains everything else): ``score_stop`` (B, T), True there.
+
+    Token ids: the V data tokens ``0 .. V-1``, then the end token (``eos``), the source's
+    start token (``start``) and the decoder's start symbol, in that order.
     """
 
     length: int = 20
@@ -165,13 +187,32 @@ class CopyTask:
     distribution: str = "permutation"
     target_permutation: tuple[int, ...] | None = None
     eos: bool = False
+    eos_side: str = "both"
+    start: bool = False
+    mask_end: bool = False
+    end_loss: bool = True
+    end_score_grad: bool = True
     _align: Tensor = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         L = _check_int("length", self.length, 1)
         check_choice("distribution", self.distribution, COPY_DISTRIBUTIONS)
-        if not isinstance(self.eos, bool):
-            raise TypeError(f"eos must be True or False; got {self.eos!r}")
+        for name in ("eos", "start", "mask_end", "end_loss", "end_score_grad"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False; got {getattr(self, name)!r}")
+        check_choice("eos_side", self.eos_side, EOS_SIDES)
+        if not self.eos and self.eos_side != "both":
+            raise ValueError(f"eos_side={self.eos_side!r} needs eos=True (without an end "
+                             f"token there is no side to put it on)")
+        if self.mask_end and not self.eos_in_source:
+            raise ValueError("mask_end=True needs an end token in the source (eos=True, "
+                             f"eos_side 'both' or 'source'); got eos={self.eos}, "
+                             f"eos_side={self.eos_side!r}")
+        for name in ("end_loss", "end_score_grad"):
+            if not getattr(self, name) and not self.eos_in_target:
+                raise ValueError(f"{name}=False needs an end token in the target (eos=True, "
+                                 f"eos_side 'both' or 'target'); got eos={self.eos}, "
+                                 f"eos_side={self.eos_side!r}")
         object.__setattr__(self, "vocab", copy_vocab(L, self.distribution, self.vocab))
         if self.target_permutation is not None:
             tp = self.target_permutation
@@ -185,14 +226,27 @@ class CopyTask:
             align = torch.tensor(perm)
         else:
             align = torch.arange(L)
-        if self.eos:
-            align = torch.cat([align, torch.tensor([L])])
+        if self.start:
+            align = align + 1
+        if self.eos_in_target:   # the target's end: the source's end token, or none (0)
+            end = L + int(self.start) if self.eos_in_source else 0
+            align = torch.cat([align, torch.tensor([end])])
         object.__setattr__(self, "_align", align)
+
+    @property
+    def eos_in_source(self) -> bool:
+        """Whether the source ends with the end token."""
+        return self.eos and self.eos_side in ("both", "source")
+
+    @property
+    def eos_in_target(self) -> bool:
+        """Whether the target ends with the end token."""
+        return self.eos and self.eos_side in ("both", "target")
 
     @property
     def bos(self) -> int:
         """The decoder's start symbol."""
-        return self.vocab + 1 if self.eos else self.vocab
+        return self.vocab + int(self.eos) + int(self.start)
 
     @property
     def eos_token(self) -> int | None:
@@ -200,10 +254,15 @@ class CopyTask:
         return self.vocab if self.eos else None
 
     @property
+    def start_token(self) -> int | None:
+        """The source's start token (``start=True``), else None."""
+        return self.vocab + int(self.eos) if self.start else None
+
+    @property
     def model_vocab(self) -> int:
         """Vocabulary size the model needs: the V data tokens, the start symbol and (with
-        ``eos``) the end symbol."""
-        return self.vocab + (2 if self.eos else 1)
+        ``eos``, ``start``) the end symbol and the source's start token."""
+        return self.bos + 1
 
     def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:
         _check_gen(generator)
@@ -215,12 +274,28 @@ class CopyTask:
         else:  # mixture
             second = torch.rand(B, 1, generator=generator) < 0.5
             src = _random_permutations(B, L, generator) + L * second.long()
-        if self.eos:
+        if self.start:
+            src = torch.cat([torch.full((B, 1), self.start_token, dtype=torch.long), src], 1)
+        if self.eos_in_source:
             src = torch.cat([src, torch.full((B, 1), self.vocab, dtype=torch.long)], dim=1)
         tgt = src[:, self._align]
+        if self.eos_in_target and not self.eos_in_source:
+            tgt[:, -1] = self.vocab           # the end token, from no source position
         tgt_in = torch.cat([torch.full((B, 1), self.bos, dtype=torch.long), tgt[:, :-1]], dim=1)
         align = self._align.expand(B, len(self._align)).clone()
-        return {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align}
+        batch = {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align}
+        T = tgt.shape[1]
+        last = torch.arange(T) == T - 1       # the target's end step (with an end token)
+        if self.eos_in_target and (not self.eos_in_source or self.mask_end):
+            batch["align_mask"] = (~last).expand(B, T).clone()   # nowhere to attend
+        if self.mask_end:
+            batch["src_mask"] = (torch.arange(src.shape[1]) != src.shape[1] - 1
+                                 ).expand(B, -1).clone()
+        if not self.end_loss:
+            batch["loss_mask"] = (~last).expand(B, T).clone()
+        if not self.end_score_grad:
+            batch["score_stop"] = last.expand(B, T).clone()
+        return batch
 
 
 # --------------------------------------------------------------------------- chapter 2

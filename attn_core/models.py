@@ -45,12 +45,32 @@ ATTENTION_MODES = ("learned", "uniform")
 HEAD_REDUCTIONS = ("mean", "sum")
 
 
-def attention_weights(scores: Tensor, mode: str) -> Tensor:
+def attention_weights(scores: Tensor, mode: str, mask: Tensor | None = None) -> Tensor:
     """Attention over the last axis (source positions): ``softmax(scores)`` when ``mode`` is
-    ``"learned"``, the uniform 1/L (scores ignored) when it is ``"uniform"``."""
+    ``"learned"``, the uniform 1/L (scores ignored) when it is ``"uniform"``. ``mask`` (bool,
+    broadcast against ``scores``; True where attention may go) leaves the other positions
+    out: weight 0 there, the rest renormalised."""
+    if mask is None:
+        if mode == "uniform":
+            return torch.full_like(scores, 1.0 / scores.shape[-1])
+        return torch.softmax(scores, dim=-1)
     if mode == "uniform":
-        return torch.full_like(scores, 1.0 / scores.shape[-1])
-    return torch.softmax(scores, dim=-1)
+        scores = torch.zeros_like(scores)
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def _batch_mask(batch: dict, key: str, shape: tuple) -> Tensor | None:
+    """``batch[key]``, a bool mask of exactly ``shape``, or None when the batch has none."""
+    if key not in batch:
+        return None
+    m = batch[key]
+    if not isinstance(m, Tensor) or m.dtype != torch.bool:
+        raise TypeError(f"batch[{key!r}] must be a bool tensor; got "
+                        f"{getattr(m, 'dtype', type(m).__name__)}")
+    if tuple(m.shape) != tuple(shape):
+        raise ValueError(f"batch[{key!r}] must have shape {tuple(shape)}; got "
+                         f"{tuple(m.shape)}")
+    return m
 
 
 # --------------------------------------------------------------------------- input checks
@@ -263,9 +283,18 @@ class Seq2Seq(StackedModule):
             return list(entry)
         return [int(entry)] if self.heads == 1 else [int(entry) * salt + k for k in range(self.heads)]
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
-        """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L)."""
+    def forward(self, src: Tensor, tgt_in: Tensor, src_mask: Tensor | None = None,
+                score_stop: Tensor | None = None) -> dict[str, Tensor]:
+        """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L).
+
+        ``src_mask`` (S, B, L) bool: the source positions attention may go to (default all).
+        ``score_stop`` (S, B, T) bool: decoder steps whose attention scores pass no gradient
+        (their value is unchanged; chapter 7's end-step ablation)."""
         _check_pair("src", src, "tgt_in", tgt_in, self.vocab)
+        if src_mask is not None:
+            src_mask = _batch_mask({"src_mask": src_mask}, "src_mask", src.shape)
+        if score_stop is not None:
+            score_stop = _batch_mask({"score_stop": score_stop}, "score_stop", tgt_in.shape)
         enc, dec = self._states(src, tgt_in)
         S, B, L, H = enc.shape
         T, K = dec.shape[2], self.heads
@@ -274,7 +303,12 @@ class Seq2Seq(StackedModule):
         if self.score_bias is not None:  # (s_tᵀ W_k + a_k) h_l
             sw = sw + self.score_bias[:, :, None, None, :]
         scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
-        alpha = attention_weights(scores, self.attention)
+        if score_stop is not None:
+            scores = torch.where(score_stop[:, None, :, :, None], scores.detach(), scores)
+        if src_mask is None:
+            alpha = attention_weights(scores, self.attention)
+        else:
+            alpha = attention_weights(scores, self.attention, src_mask[:, None, :, None, :])
         if self.head_proj is None:  # Σ_k c^k_t
             ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc)
         else:  # Σ_k P_k c^k_t
@@ -337,24 +371,36 @@ class Seq2Seq(StackedModule):
         idx = tgt.long().view(S, B, T, 1, 1).expand(S, B, T, L, 1)
         return logp.gather(-1, idx).squeeze(-1).exp()
 
-    def loss(self, batch):
+    def _forward_batch(self, batch):
+        """The forward pass of a batch, with its optional masks (see :class:`CopyTask`):
+        ``src_mask`` and ``score_stop`` go to :meth:`forward`; returns its output and the
+        ``loss_mask`` (None without one)."""
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
         _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
-        logits = self(batch["src"], batch["tgt_in"])["logits"]
+        masks = {k: batch[k] for k in ("src_mask", "score_stop") if k in batch}
+        out = self(batch["src"], batch["tgt_in"], **masks)
+        return out, _batch_mask(batch, "loss_mask", batch["tgt"].shape)
+
+    def _ce(self, logits, tgt, loss_mask):
+        """Each member's mean cross-entropy over the target tokens (those of ``loss_mask``)."""
         # ids of any integer dtype, checked in range: int64 for cross_entropy, losslessly
-        ce = F.cross_entropy(logits.flatten(0, 2), batch["tgt"].flatten().long(),
-                             reduction="none")
-        return ce.view(self.n_members, -1).mean(1)
+        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten().long(), reduction="none")
+        ce = ce.view(self.n_members, -1)
+        if loss_mask is None:
+            return ce.mean(1)
+        w = loss_mask.flatten(1).to(ce.dtype)
+        return (ce * w).sum(1) / w.sum(1)
+
+    def loss(self, batch):
+        out, loss_mask = self._forward_batch(batch)
+        return self._ce(out["logits"], batch["tgt"], loss_mask)
 
     @torch.no_grad()
     def evaluate(self, batch):
-        self._check_batch(batch, ("src", "tgt_in", "tgt"))
-        _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
-        out = self(batch["src"], batch["tgt_in"])
+        out, loss_mask = self._forward_batch(batch)
         logits, tgt = out["logits"], batch["tgt"]
-        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten().long(), reduction="none")
         metrics = {
-            "loss": ce.view(self.n_members, -1).mean(1),
+            "loss": self._ce(logits, tgt, loss_mask),
             "token_acc": (logits.argmax(-1) == tgt).float().flatten(1).mean(1),
         }
         if "align" in batch:
@@ -362,7 +408,13 @@ class Seq2Seq(StackedModule):
                            "source positions", "L")
             # attention accuracy: argmax of the head-averaged attention is the aligned position
             att = out["alpha"].mean(1).argmax(-1)  # (S, B, T)
-            metrics["attn_acc"] = (att == batch["align"]).float().flatten(1).mean(1)
+            hit = (att == batch["align"]).float().flatten(1)
+            where = _batch_mask(batch, "align_mask", tgt.shape)
+            if where is None:
+                metrics["attn_acc"] = hit.mean(1)
+            else:   # only the steps that have a source position to attend to
+                w = where.flatten(1).to(hit.dtype)
+                metrics["attn_acc"] = (hit * w).sum(1) / w.sum(1)
         return metrics
 
 

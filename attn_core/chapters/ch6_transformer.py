@@ -349,6 +349,8 @@ class StackedTransformer(StackedModule):
 
     loss = Seq2Seq.loss
     evaluate = Seq2Seq.evaluate
+    _forward_batch = Seq2Seq._forward_batch
+    _ce = Seq2Seq._ce
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
                  positions: str = "learned", norm: str = "pre", attention: str = "learned",

@@ -1,0 +1,188 @@
+"""The end token taken apart (issue #36, chapter 7): CopyTask's options for where the end
+token is and what it may do, and the Seq2Seq masks they drive (src_mask, score_stop,
+loss_mask, align_mask). Each option at its default leaves the batch exactly as before."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_core.data import CopyTask
+from attn_core.models import Seq2Seq, attention_weights
+from attn_core.training import train
+
+gen = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+
+
+# ------------------------------------------------------------------------------- the data
+def test_the_defaults_draw_the_batches_of_before():
+    for eos in (False, True):
+        b = CopyTask(6, eos=eos).sample(gen(), 5)
+        assert set(b) == {"src", "tgt_in", "tgt", "align"}
+        L = 6 + eos
+        assert torch.equal(b["align"], torch.arange(L).expand(5, L))
+        assert torch.equal(b["tgt"], b["src"])
+
+
+def test_end_token_in_the_source_only():
+    t = CopyTask(5, eos=True, eos_side="source")
+    b = t.sample(gen(), 4)
+    assert b["src"].shape == (4, 6) and b["tgt"].shape == b["tgt_in"].shape == (4, 5)
+    assert (b["src"][:, -1] == t.eos_token).all() and (b["tgt"] < 5).all()
+    assert torch.equal(b["tgt"], b["src"][:, :5])
+    assert set(b) == {"src", "tgt_in", "tgt", "align"}
+
+
+def test_end_token_in_the_target_only_has_no_source_position():
+    t = CopyTask(5, eos=True, eos_side="target")
+    b = t.sample(gen(), 4)
+    assert b["src"].shape == (4, 5) and b["tgt"].shape == (4, 6)
+    assert (b["src"] < 5).all() and (b["tgt"][:, -1] == t.eos_token).all()
+    assert torch.equal(b["tgt"][:, :5], b["src"])
+    assert torch.equal(b["align_mask"][0], torch.tensor([True] * 5 + [False]))
+    # the same data as the end token on both sides, without the source's end
+    both = CopyTask(5, eos=True).sample(gen(), 4)
+    assert torch.equal(both["src"][:, :5], b["src"]) and torch.equal(both["tgt"], b["tgt"])
+
+
+def test_a_start_token_at_the_front_of_the_source_shifts_the_alignment():
+    t = CopyTask(5, start=True)
+    assert (t.start_token, t.bos, t.model_vocab) == (5, 6, 7)
+    b = t.sample(gen(), 4)
+    assert (b["src"][:, 0] == 5).all() and b["src"].shape == (4, 6)
+    assert torch.equal(b["tgt"], b["src"].gather(1, b["align"]))
+    assert torch.equal(b["align"][0], torch.arange(1, 6))
+    t2 = CopyTask(5, eos=True, start=True)
+    assert (t2.eos_token, t2.start_token, t2.bos, t2.model_vocab) == (5, 6, 7, 8)
+    b2 = t2.sample(gen(), 4)
+    assert (b2["src"][:, 0] == 6).all() and (b2["src"][:, -1] == 5).all()
+    assert torch.equal(b2["tgt"], b2["src"].gather(1, b2["align"]))
+    for b_, t_ in ((b, t), (b2, t2)):
+        assert max(int(v.max()) for v in (b_["src"], b_["tgt"], b_["tgt_in"])) < t_.model_vocab
+
+
+def test_the_masks_mark_the_end():
+    b = CopyTask(5, eos=True, mask_end=True, end_loss=False,
+                 end_score_grad=False).sample(gen(), 3)
+    end = torch.tensor([False] * 5 + [True])
+    assert torch.equal(b["src_mask"], (~end).expand(3, 6))
+    assert torch.equal(b["loss_mask"], (~end).expand(3, 6))
+    assert torch.equal(b["score_stop"], end.expand(3, 6))
+    assert torch.equal(b["align_mask"], (~end).expand(3, 6))   # its place is masked
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(eos_side="source"), "eos_side"), (dict(eos=True, eos_side="middle"), "eos_side"),
+    (dict(mask_end=True), "mask_end"), (dict(eos=True, eos_side="target", mask_end=True),
+                                        "mask_end"),
+    (dict(end_loss=False), "end_loss"), (dict(eos=True, eos_side="source", end_loss=False),
+                                         "end_loss"),
+    (dict(eos=True, eos_side="source", end_score_grad=False), "end_score_grad")])
+def test_an_option_without_its_end_token_is_refused_naming_it(kw, name):
+    with pytest.raises(ValueError, match=rf"^{name}"):
+        CopyTask(5, **kw)
+
+
+@pytest.mark.parametrize("name", ["start", "mask_end", "end_loss", "end_score_grad"])
+def test_the_options_must_be_bools(name):
+    with pytest.raises(TypeError, match=rf"^{name} must be True or False"):
+        CopyTask(5, eos=True, **{name: 1})
+
+
+# ------------------------------------------------------------------------------ the model
+def _model(task, **kw):
+    return Seq2Seq(vocab=task.model_vocab, embed=8, hidden=8, seeds=[0, 1], **kw)
+
+
+def _stack(b):
+    return {k: torch.stack([v, v]) for k, v in b.items()}
+
+
+@pytest.mark.parametrize("attention", ["learned", "uniform"])
+def test_a_masked_source_position_gets_no_attention(attention):
+    task = CopyTask(5, eos=True, mask_end=True)
+    b = _stack(task.sample(gen(), 3))
+    m = _model(task, attention=attention)
+    alpha = m(b["src"], b["tgt_in"], src_mask=b["src_mask"])["alpha"]
+    assert (alpha[..., -1] == 0).all()
+    assert torch.allclose(alpha.sum(-1), torch.ones(()))
+    if attention == "uniform":
+        assert torch.allclose(alpha[..., :-1], torch.full((), 1 / 5))
+    free = m(b["src"], b["tgt_in"])["alpha"]
+    assert (free[..., -1] > 0).all()           # without the mask it does
+
+
+def test_attention_weights_with_a_mask_renormalise_over_the_rest():
+    scores = torch.tensor([[1.0, 2.0, 3.0]])
+    mask = torch.tensor([[True, True, False]])
+    assert torch.allclose(attention_weights(scores, "learned", mask),
+                          torch.cat([torch.softmax(scores[:, :2], -1), torch.zeros(1, 1)], 1))
+
+
+def test_a_stopped_step_sends_no_gradient_to_the_attention_scores():
+    task = CopyTask(5, eos=True, end_loss=False, end_score_grad=False)
+    b = _stack(task.sample(gen(), 3))
+    only_end = {**b, "loss_mask": ~b["loss_mask"]}        # the end step's loss alone
+
+    def grads(batch):
+        m = _model(task)
+        m.loss(batch).sum().backward()
+        return m.score.grad, m.encoder.w_ih.grad
+
+    g_score, g_enc = grads(only_end)
+    assert torch.equal(g_score, torch.zeros_like(g_score))    # the scores got nothing
+    assert g_enc.abs().sum() > 0                              # the rest of the step did
+    free = {k: v for k, v in only_end.items() if k != "score_stop"}
+    assert grads(free)[0].abs().sum() > 0                     # without the stop they do
+    # the stop changes gradients, not values
+    m = _model(task)
+    assert torch.equal(m(b["src"], b["tgt_in"], score_stop=b["score_stop"])["logits"],
+                       m(b["src"], b["tgt_in"])["logits"])
+
+
+def test_the_loss_mask_leaves_the_end_step_out_of_the_loss():
+    task = CopyTask(5, eos=True, end_loss=False)
+    b = _stack(task.sample(gen(), 3))
+    m = _model(task)
+    logits = m(b["src"], b["tgt_in"])["logits"]
+    want = F.cross_entropy(logits[:, :, :-1].flatten(0, 2), b["tgt"][:, :, :-1].flatten(),
+                           reduction="none").view(2, -1).mean(1)
+    assert torch.allclose(m.loss(b), want, rtol=1e-6)
+    plain = {k: v for k, v in b.items() if k != "loss_mask"}
+    assert not torch.allclose(m.loss(plain), want, rtol=1e-6)
+    assert torch.allclose(m.evaluate(b)["loss"], want, rtol=1e-6)
+
+
+def test_attention_accuracy_counts_only_steps_with_a_source_position():
+    task = CopyTask(5, eos=True, eos_side="target")
+    b = _stack(task.sample(gen(), 3))
+    m = _model(task)
+    alpha = m(b["src"], b["tgt_in"])["alpha"]
+    hit = (alpha.mean(1).argmax(-1) == b["align"]).float()
+    assert torch.allclose(m.evaluate(b)["attn_acc"], hit[:, :, :5].flatten(1).mean(1))
+
+
+def test_a_mask_of_the_wrong_shape_or_dtype_is_refused_naming_it():
+    task = CopyTask(5, eos=True, mask_end=True)
+    b = _stack(task.sample(gen(), 3))
+    m = _model(task)
+    with pytest.raises(ValueError, match=r"^batch\['src_mask'\] must have shape"):
+        m.loss({**b, "src_mask": b["src_mask"][:, :, :-1]})
+    with pytest.raises(TypeError, match=r"^batch\['loss_mask'\] must be a bool tensor"):
+        m.loss({**b, "loss_mask": b["src_mask"].long()})
+
+
+@pytest.mark.parametrize("execution", ["looped", "batched"])
+def test_the_engine_trains_with_every_mask(execution):
+    task = CopyTask(4, eos=True, mask_end=True, end_loss=False, end_score_grad=False)
+    fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=8, hidden=8)
+    h = train(fn, task, [0, 1], steps=4, batch_size=4, eval_every=2, progress=False,
+              workers=1, execution=execution)
+    assert h.metrics["token_acc"].shape == (2, 3)
+    ref = train(fn, task, [0, 1], steps=4, batch_size=4, eval_every=2, progress=False,
+                workers=1, execution="looped")
+    assert torch.allclose(torch.as_tensor(h.train_loss), torch.as_tensor(ref.train_loss),
+                          rtol=1e-5)
