@@ -177,9 +177,16 @@ class CopyTask:
       the target's end token.
     - ``end_score_grad=False``: at the target's end step the attention scores pass no
       gradient (the step still trains everything else): ``score_stop`` (B, T), True there.
+    - ``min_length``: every example its own length, uniform in ``[min_length, length]``
+      (with the end token on both sides, which then is the only sign of where a sequence
+      ends): the first ℓ words of the distribution's draw, the source padded on the left
+      (its end token stays last, where the encoder hands over to the decoder), the target
+      on the right, with a padding token the batch masks out of the attention
+      (``src_mask``), the loss (``loss_mask``) and attention accuracy (``align_mask``).
 
     Token ids: the V data tokens ``0 .. V-1``, then the end token (``eos``), the source's
-    start token (``start``) and the decoder's start symbol, in that order.
+    start token (``start``), the padding token (``min_length``) and the decoder's start
+    symbol, in that order.
     """
 
     length: int = 20
@@ -192,6 +199,7 @@ class CopyTask:
     mask_end: bool = False
     end_loss: bool = True
     end_score_grad: bool = True
+    min_length: int | None = None
     _align: Tensor = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -208,6 +216,19 @@ class CopyTask:
             raise ValueError("mask_end=True needs an end token in the source (eos=True, "
                              f"eos_side 'both' or 'source'); got eos={self.eos}, "
                              f"eos_side={self.eos_side!r}")
+        if self.min_length is not None:
+            _check_int("min_length", self.min_length, 1)
+            if self.min_length > L:
+                raise ValueError(f"min_length must be in [1, length={L}]; got "
+                                 f"{self.min_length}")
+            if not (self.eos_in_source and self.eos_in_target) or self.start:
+                raise ValueError("min_length (sequences of varying length) needs the end "
+                                 "token on both sides and no start token; got "
+                                 f"eos={self.eos}, eos_side={self.eos_side!r}, "
+                                 f"start={self.start}")
+            if self.target_permutation is not None:
+                raise ValueError("min_length does not combine with target_permutation "
+                                 "(a fixed permutation of L positions)")
         for name in ("end_loss", "end_score_grad"):
             if not getattr(self, name) and not self.eos_in_target:
                 raise ValueError(f"{name}=False needs an end token in the target (eos=True, "
@@ -246,7 +267,12 @@ class CopyTask:
     @property
     def bos(self) -> int:
         """The decoder's start symbol."""
-        return self.vocab + int(self.eos) + int(self.start)
+        return self.vocab + int(self.eos) + int(self.start) + int(self.min_length is not None)
+
+    @property
+    def pad_token(self) -> int | None:
+        """The padding token (``min_length``), else None."""
+        return self.bos - 1 if self.min_length is not None else None
 
     @property
     def eos_token(self) -> int | None:
@@ -284,6 +310,8 @@ class CopyTask:
         tgt_in = torch.cat([torch.full((B, 1), self.bos, dtype=torch.long), tgt[:, :-1]], dim=1)
         align = self._align.expand(B, len(self._align)).clone()
         batch = {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align}
+        if self.min_length is not None:
+            return self._varying(batch, generator)
         T = tgt.shape[1]
         last = torch.arange(T) == T - 1       # the target's end step (with an end token)
         if self.eos_in_target and (not self.eos_in_source or self.mask_end):
@@ -295,6 +323,36 @@ class CopyTask:
             batch["loss_mask"] = (~last).expand(B, T).clone()
         if not self.end_score_grad:
             batch["score_stop"] = last.expand(B, T).clone()
+        return batch
+
+    def _varying(self, full: dict, generator: torch.Generator) -> dict[str, Tensor]:
+        """:meth:`sample`'s batch of full length cut to lengths ℓ ~ U[min_length, length],
+        one per example: source ``[pad .. pad, x_1 .. x_ℓ, end]``, target
+        ``[x_1 .. x_ℓ, end, pad .. pad]``, with the masks."""
+        B, L, pad, end = full["src"].shape[0], self.length, self.pad_token, self.vocab
+        ell = torch.randint(self.min_length, L + 1, (B, 1), generator=generator)
+        pos = torch.arange(L + 1).expand(B, L + 1)
+        shift = L - ell                                        # pads in front of the source
+        words = full["src"][:, :L]
+        src = torch.full((B, L + 1), pad, dtype=torch.long)
+        src[:, L] = end
+        keep = (pos[:, :L] >= shift)                           # source slots holding words
+        src[:, :L][keep] = words[pos[:, :L] < L - shift]       # x_1 .. x_ℓ, in order
+        tgt = torch.full((B, L + 1), pad, dtype=torch.long)
+        tgt[pos < ell] = words[pos[:, :L] < ell]
+        tgt[pos == ell] = end
+        tgt_in = torch.cat([torch.full((B, 1), self.bos, dtype=torch.long), tgt[:, :-1]], 1)
+        align = torch.where(pos <= ell, pos + shift, torch.zeros_like(pos))
+        real = pos <= ell                                      # the ℓ words and the end
+        ends = tgt == end
+        batch = {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align,
+                 "align_mask": real & ~ends if self.mask_end else real,
+                 "src_mask": src != pad, "loss_mask": real & ~ends if not self.end_loss
+                 else real}
+        if self.mask_end:
+            batch["src_mask"] = batch["src_mask"] & (src != end)
+        if not self.end_score_grad:
+            batch["score_stop"] = ends
         return batch
 
 

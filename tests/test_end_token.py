@@ -186,3 +186,52 @@ def test_the_engine_trains_with_every_mask(execution):
                 workers=1, execution="looped")
     assert torch.allclose(torch.as_tensor(h.train_loss), torch.as_tensor(ref.train_loss),
                           rtol=1e-5)
+
+
+# ---------------------------------------------------------------- sequences of varying length
+def test_varying_lengths_pad_the_source_on_the_left_and_the_target_on_the_right():
+    t = CopyTask(8, eos=True, min_length=3)
+    assert (t.eos_token, t.pad_token, t.bos, t.model_vocab) == (8, 9, 10, 11)
+    b = t.sample(gen(), 400)
+    ends = b["tgt"] == 8
+    assert (ends.sum(1) == 1).all()                         # one end per target
+    ell = ends.float().argmax(1)                            # ℓ: the end step
+    assert int(ell.min()) == 3 and int(ell.max()) == 8      # every length appears
+    assert (b["src"][:, -1] == 8).all()                     # the source's end stays last
+    real = b["align_mask"]
+    assert torch.equal(real.sum(1), ell + 1)                # the ℓ words and the end
+    assert torch.equal(b["tgt"][real], b["src"].gather(1, b["align"])[real])
+    assert torch.equal(b["src_mask"], b["src"] != 9)
+    assert torch.equal(b["loss_mask"], real)
+    assert torch.equal(b["tgt_in"][:, 1:], b["tgt"][:, :-1])
+    for row, n in zip(b["src"], ell):                       # ℓ distinct words, then the end
+        words = row[8 - int(n):8]
+        assert len(set(words.tolist())) == int(n) and (words < 8).all()
+
+
+def test_varying_lengths_mask_their_own_end_steps():
+    t = CopyTask(6, eos=True, min_length=2, mask_end=True, end_loss=False,
+                 end_score_grad=False)
+    b = t.sample(gen(), 50)
+    ends = b["tgt"] == 6
+    assert torch.equal(b["score_stop"], ends)
+    assert not (b["loss_mask"] & ends).any() and not (b["align_mask"] & ends).any()
+    assert torch.equal(b["src_mask"], (b["src"] != 7) & (b["src"] != 6))
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(min_length=2), "min_length"), (dict(eos=True, min_length=0), "min_length"),
+    (dict(eos=True, min_length=6), "min_length"),
+    (dict(eos=True, eos_side="source", min_length=2), "min_length"),
+    (dict(eos=True, min_length=2, target_permutation=(1, 0, 2, 3, 4)), "min_length")])
+def test_bad_varying_lengths_are_refused_naming_min_length(kw, name):
+    with pytest.raises(ValueError, match=rf"^{name}"):
+        CopyTask(5, **kw)
+
+
+def test_the_engine_trains_on_varying_lengths():
+    task = CopyTask(5, eos=True, min_length=2)
+    fn = functools.partial(Seq2Seq, vocab=task.model_vocab, embed=8, hidden=8)
+    h = train(fn, task, [0, 1], steps=4, batch_size=4, eval_every=2, progress=False,
+              workers=1, execution="batched")
+    assert torch.isfinite(torch.as_tensor(h.train_loss)).all()

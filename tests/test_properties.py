@@ -207,7 +207,7 @@ API = [
     ("data.CopyTask", _get("data.CopyTask"), dict(length=3),
      dict(length=Int(1), distribution=Choice("permutation", "distinct", "iid"), eos=BOOL,
           eos_side=Choice("both", "source", "target"), start=BOOL, mask_end=BOOL,
-          end_loss=BOOL, end_score_grad=BOOL)),
+          end_loss=BOOL, end_score_grad=BOOL, min_length=Opt(Int(1)))),
     ("data.ParallelCorpusTask", _get("data.ParallelCorpusTask"),
      dict(vocab=6, length=3, n_pairs=10, seed=0),
      dict(vocab=Int(2), length=Int(1), n_pairs=Int(1), zipf=Real(0), distinct=BOOL,

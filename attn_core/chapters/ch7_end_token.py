@@ -34,7 +34,8 @@ class EndTokenConfig(CopyConfig):
     ``eos_side`` (with ``eos``: "both", "source", "target"), ``start`` (a start token at
     the front of the source), ``mask_end`` (attention may not go to the source's end token),
     ``end_loss`` (False: the end step's loss left out), ``end_score_grad`` (False: the end
-    step's attention scores pass no gradient); see :class:`~attn_core.data.CopyTask`.
+    step's attention scores pass no gradient), ``min_length`` (every example its own length
+    in ``[min_length, length]``, padded); see :class:`~attn_core.data.CopyTask`.
     Probes: chapter 4's :func:`~attn_core.chapters.ch4_copy.copy_probe` and
     :func:`end_probe`."""
 
@@ -45,6 +46,7 @@ class EndTokenConfig(CopyConfig):
     mask_end: bool = False
     end_loss: bool = True
     end_score_grad: bool = True
+    min_length: int | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -63,7 +65,7 @@ class EndTokenConfig(CopyConfig):
         base = super().task()
         return replace(base, eos_side=self.eos_side, start=self.start,
                        mask_end=self.mask_end, end_loss=self.end_loss,
-                       end_score_grad=self.end_score_grad)
+                       end_score_grad=self.end_score_grad, min_length=self.min_length)
 
     def probes(self, task) -> list:
         return [copy_probe, end_probe(task)]
@@ -83,7 +85,7 @@ END_BASE = Preset(
 )
 
 #: The ablations: name -> the fields that differ from :data:`END_BASE` (the end token on
-#: both sides, nothing masked).
+#: both sides, nothing masked); "L/2" is half the condition's length.
 CONDITIONS = {
     "none": {"eos": False},
     "both": {},
@@ -93,6 +95,7 @@ CONDITIONS = {
     "no end loss": {"end_loss": False},
     "no end gradient": {"end_score_grad": False},
     "start": {"eos": False, "start": True},
+    "varying": {"min_length": "L/2"},     # lengths uniform in [L/2, L]
 }
 #: The lengths of the effect's measurement (item 1); the ablations run at L = 20.
 LENGTHS = (10, 20, 40)
@@ -100,12 +103,18 @@ LENGTHS = (10, 20, 40)
 SEEDS = tuple(range(40))
 
 
+def _fields(name: str, length: int) -> dict:
+    return {f: (length // 2 if v == "L/2" else v) for f, v in CONDITIONS[name].items()}
+
+
 def condition_name(cfg: EndTokenConfig) -> str:
     """The :data:`CONDITIONS` name of ``cfg``'s end-token fields ("custom" if none)."""
     base = END_BASE.fast
-    for name, fields in CONDITIONS.items():
+    for name in CONDITIONS:
+        fields = _fields(name, cfg.length)
         want = {f: fields.get(f, getattr(base, f)) for f in
-                ("eos", "eos_side", "start", "mask_end", "end_loss", "end_score_grad")}
+                ("eos", "eos_side", "start", "mask_end", "end_loss", "end_score_grad",
+                 "min_length")}
         if all(getattr(cfg, f) == v for f, v in want.items()):
             return name
     return "custom"
@@ -123,7 +132,7 @@ def condition_config(name: str, length: int = 20, task: str = "permutation",
     base = END_BASE.fast if base is None else base
     if not isinstance(base, EndTokenConfig):
         raise TypeError(f"base must be an EndTokenConfig; got {type(base).__name__}")
-    cfg = replace(base, length=length, **CONDITIONS[name],
+    cfg = replace(base, length=length, **_fields(name, length),
                   seeds=tuple(check_seeds("seeds", SEEDS if seeds is None else seeds)))
     return control(cfg) if task == "control" else cfg
 
