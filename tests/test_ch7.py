@@ -12,6 +12,7 @@ import torch
 from attn_core.chapters import ch7_end_token as ch
 from attn_core.chapters.ch4_copy import COPY_BASE
 from attn_core.data import CopyTask
+import torch.nn.functional as F
 
 
 def _short(cfg, steps=10):
@@ -98,3 +99,67 @@ def test_the_end_token_on_the_target_side_acts_only_through_the_end_steps_loss()
     np.testing.assert_allclose(a.train_loss, b.train_loss, rtol=1e-5)
     c = _short(ch.condition_config("both", length=6)).run(progress=False)
     assert not np.array_equal(a.probes["mass_right"], c.probes["mass_right"])
+
+
+def test_a_push_is_the_first_order_change_of_its_margin_under_a_gradient_step():
+    from attn_core.models import Seq2Seq
+    task = CopyTask(6, eos=True)
+    torch.manual_seed(0)
+    model = Seq2Seq(vocab=task.model_vocab, embed=8, hidden=8, bias=True, seeds=[3]).double()
+    with torch.no_grad():                       # away from the zero start of the scores
+        model.score.normal_(0, 0.5)
+    b = {k: v.unsqueeze(0) for k, v in task.sample(torch.Generator().manual_seed(1),
+                                                    16).items()}
+    pushes = ch.push_probe(task)(model, b)
+    enc, dec = (x.detach() for x in model._states(b["src"], b["tgt_in"]))
+    words = (b["tgt"] < 6).double()
+
+    def margins():
+        e = torch.einsum("sbth,skhg,sblg->sbtl", dec, model.score, enc)
+        e = e + torch.einsum("skg,sblg->sbl", model.score_bias, enc)[:, :, None, :]
+        e_bar = e.mean(-1)
+        d = (e.gather(-1, b["align"].unsqueeze(-1)).squeeze(-1) - e_bar)
+        return ((d * words).sum() / words.sum(), ((e[..., 6] - e_bar) * words).sum()
+                / words.sum())
+
+    def step_on(group_mask, eps):
+        out = model(b["src"], b["tgt_in"])
+        ce = F.cross_entropy(out["logits"].flatten(0, 2), b["tgt"].flatten(),
+                             reduction="none").view(b["tgt"].shape)
+        m = group_mask.double()
+        loss = (ce * m).sum() / m.sum()
+        g = torch.autograd.grad(loss, [model.score, model.score_bias])
+        with torch.no_grad():
+            model.score -= eps * g[0]
+            model.score_bias -= eps * g[1]
+        return g
+
+    for group, mask in (("copy", b["tgt"] < 6), ("end", b["tgt"] == 6)):
+        before = [float(x.detach()) for x in margins()]
+        saved = (model.score.detach().clone(), model.score_bias.detach().clone())
+        eps = 1e-6
+        step_on(mask, eps)
+        after = [float(x.detach()) for x in margins()]
+        with torch.no_grad():
+            model.score.copy_(saved[0])
+            model.score_bias.copy_(saved[1])
+        for i, name in enumerate(("diag", "sink")):
+            want = float(pushes[f"push_{name}_{group}"][0])
+            assert (after[i] - before[i]) / eps == pytest.approx(want, rel=1e-4, abs=1e-9)
+
+
+def test_pushes_are_zero_for_a_group_or_margin_that_does_not_exist():
+    for name, zero in (("none", ch.PUSHES[1:]),
+                       ("no end loss", ("push_diag_end", "push_sink_end")),
+                       ("masked", ("push_sink_copy", "push_sink_end"))):
+        cfg = ch.condition_config(name, length=5, seeds=(0,))
+        task = cfg.task()
+        model = cfg.model_fn(task)(seeds=[0])
+        with torch.no_grad():
+            model.score.normal_(0, 0.5)
+        b = {k: v.unsqueeze(0) for k, v in task.sample(torch.Generator().manual_seed(0),
+                                                        8).items()}
+        out = ch.push_probe(task)(model, b)
+        for k in zero:
+            assert float(out[k][0]) == 0.0, (name, k)
+        assert float(out["push_diag_copy"][0]) != 0.0

@@ -190,3 +190,86 @@ def end_probe(task: CopyTask):
         return result
 
     return probe
+
+
+#: What :func:`push_probe` records: the first-order change of two attention margins under a
+#: gradient step on each group of decoder steps' loss.
+PUSHES = ("push_diag_copy", "push_diag_end", "push_sink_copy", "push_sink_end")
+
+
+def push_probe(task: CopyTask):
+    """A probe (model, batch) -> where the loss of each group of decoder steps pushes the
+    attention scores (chapter 7's mechanism; the model must be chapter 4's
+    :class:`~attn_core.models.Seq2Seq`).
+
+    Two margins of the copied words' steps t, averaged over the steps and examples, with
+    the score ``e_tl = s_tᵀ W h_l (+ a·h_l)`` and ``ē_t`` its mean over the source:
+    the diagonal ``D = e_{t,a_t} − ē_t`` (attention on the right position) and the sink
+    ``E = e_{t,end} − ē_t`` (on the source's end token; 0 without one, or with it masked
+    from attention). For the loss of the
+    copied words' steps (``copy``) and of the end step (``end``, 0 without a target end
+    token or with its loss or score gradient removed), ``push_<margin>_<group>`` (S,) is
+    ``−∇D · ∇L_group`` over the attention parameters (W, a): how much one plain gradient
+    step on that loss, per unit of learning rate, raises the margin. The margins are read
+    with the encoder and decoder states held fixed (the parameters of the scores only)."""
+    if not isinstance(task, CopyTask):
+        raise TypeError(f"task must be a CopyTask; got {type(task).__name__}")
+    V = task.vocab
+    # the sink margin: only where attention can go to the source's end token
+    end_pos = (task.length + int(task.start) if task.eos_in_source and not task.mask_end
+               else None)
+
+    def probe(model, batch):
+        params = [p for p in (model.score, model.score_bias) if p is not None]
+        masks = {k: batch[k] for k in ("src_mask", "score_stop") if k in batch}
+        tgt, align = batch["tgt"], batch["align"]
+        words = tgt < V
+        loss_mask = batch.get("loss_mask", torch.ones_like(words))
+        ends = (tgt == task.eos_token) & loss_mask if task.eos_in_target else \
+            torch.zeros_like(words)
+        with torch.enable_grad():
+            enc, dec = model._states(batch["src"], batch["tgt_in"])
+            enc, dec = enc.detach(), dec.detach()
+            sw = torch.einsum("sbth,skhg->skbtg", dec, model.score)
+            if model.score_bias is not None:
+                sw = sw + model.score_bias[:, :, None, None, :]
+            e = torch.einsum("skbtg,sblg->skbtl", sw, enc).mean(1)       # (S, B, T, L')
+            if "src_mask" in batch:
+                keep = batch["src_mask"][:, :, None, :].to(e.dtype)
+                e_bar = (e * keep).sum(-1) / keep.sum(-1)
+            else:
+                e_bar = e.mean(-1)
+            w = words.to(e.dtype)
+            n = w.sum((1, 2))
+            diag = ((e.gather(-1, align.unsqueeze(-1)).squeeze(-1) - e_bar) * w).sum((1, 2))
+            margins = {"diag": diag / n}
+            if end_pos is not None:
+                margins["sink"] = ((e[..., end_pos] - e_bar) * w).sum((1, 2)) / n
+            out = model(batch["src"], batch["tgt_in"], **masks)
+            ce = torch.nn.functional.cross_entropy(
+                out["logits"].flatten(0, 2), tgt.flatten().long(), reduction="none"
+            ).view(tgt.shape)
+            groups = {"copy": words & loss_mask, "end": ends}
+            grads = {}
+            for g, m in groups.items():
+                mf = m.to(ce.dtype)
+                if not m.any():
+                    grads[g] = None
+                    continue
+                loss = ((ce * mf).sum((1, 2)) / mf.sum((1, 2)).clamp(min=1)).sum()
+                grads[g] = torch.autograd.grad(loss, params, allow_unused=True,
+                                               retain_graph=True)
+            result = {}
+            for name in ("diag", "sink"):
+                gm = (torch.autograd.grad(margins[name].sum(), params, allow_unused=True,
+                                          retain_graph=True) if name in margins else None)
+                for g in groups:
+                    key = f"push_{name}_{g}"
+                    if gm is None or grads[g] is None:
+                        result[key] = torch.zeros(tgt.shape[0])
+                        continue
+                    result[key] = -sum((a * b).flatten(1).sum(1) for a, b in
+                                       zip(gm, grads[g]) if a is not None and b is not None)
+        return {k: v.detach() for k, v in result.items()}
+
+    return probe
