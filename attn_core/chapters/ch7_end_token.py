@@ -37,7 +37,8 @@ class EndTokenConfig(CopyConfig):
     step's attention scores pass no gradient), ``min_length`` (every example its own length
     in ``[min_length, length]``, padded); see :class:`~attn_core.data.CopyTask`.
     Probes: chapter 4's :func:`~attn_core.chapters.ch4_copy.copy_probe` and
-    :func:`end_probe`."""
+    :func:`end_probe`, and with ``push`` :func:`push_probe` (three more backward passes an
+    evaluation)."""
 
     name = "endtok"
 
@@ -47,11 +48,12 @@ class EndTokenConfig(CopyConfig):
     end_loss: bool = True
     end_score_grad: bool = True
     min_length: int | None = None
+    push: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         cls = type(self).__name__
-        for name in ("start", "mask_end", "end_loss", "end_score_grad"):
+        for name in ("start", "mask_end", "end_loss", "end_score_grad", "push"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{cls}.{name} must be True or False; got "
                                 f"{getattr(self, name)!r}")
@@ -68,7 +70,7 @@ class EndTokenConfig(CopyConfig):
                        end_score_grad=self.end_score_grad, min_length=self.min_length)
 
     def probes(self, task) -> list:
-        return [copy_probe, end_probe(task)]
+        return [copy_probe, end_probe(task)] + ([push_probe(task)] if self.push else [])
 
     def label(self, task) -> str:
         return f"end token {condition_name(self)} L={self.length} V={task.vocab}"

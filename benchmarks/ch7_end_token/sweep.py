@@ -8,6 +8,11 @@ on the control (L distinct words of 1.5 L), at L = 10, 20, 40. Item 2 (taken apa
 condition of ``ch7_end_token.CONDITIONS`` on permutations at L = 20. Each condition is 40
 seeds (``ch7_end_token.SEEDS``) of chapter 4's fast configuration, the authors' model.
 
+``--mechanism``: the first 60 steps of the same runs at L = 20 (the same seeds and data, so
+the same trajectories: evaluation does not touch the training stream), evaluated every 5
+steps with ``ch7_end_token.push_probe`` too -- where each group of decoder steps' loss pushes
+the attention scores -- into ``mechanism.json``.
+
 Writes ``sweep.json`` beside this file after every condition (atomically): for each
 condition its configuration, seeds, evaluation steps and every evaluation's token accuracy,
 copy accuracy (the copied words only), attention accuracy, β alignment and attention mass by
@@ -29,6 +34,11 @@ from attn_core.config import env_max_steps, get_mode
 from attn_core.stored import _write_json, config_record, platform
 
 OUT = Path(__file__).resolve().parent / "sweep.json"
+MECHANISM = OUT.with_name("mechanism.json")
+#: The mechanism runs: their conditions (L = 20, permutations), steps and evaluations.
+MECHANISM_PLAN = ("none", "both", "source", "target", "masked", "no end gradient", "start",
+                  "varying")
+MECHANISM_STEPS, MECHANISM_EVERY = 60, 5
 #: (condition, length, task) of every row, item 1 first.
 PLAN = ([(name, L, task) for L in ch.LENGTHS for task in ("permutation", "control")
          for name in ("none", "both")]
@@ -59,14 +69,36 @@ def row(cfg, h, seconds: float) -> dict:
     return r
 
 
+def mechanism(only: str) -> None:
+    from dataclasses import replace
+    out = json.loads(MECHANISM.read_text()) if MECHANISM.exists() else {"rows": {}}
+    for name in MECHANISM_PLAN:
+        key = row_name(name, 20, "permutation")
+        if only not in key:
+            continue
+        cfg = replace(config(name, 20, "permutation"), steps=MECHANISM_STEPS,
+                      eval_every=MECHANISM_EVERY, push=True)
+        t = time.time()
+        h = cfg.run()
+        r = row(cfg, h, time.time() - t)
+        for k in ch.PUSHES:
+            r[k] = np.asarray(h.probes[k], dtype=float).tolist()
+        out["rows"][key] = r
+        _write_json(MECHANISM, out)
+        print(f"[ch7 mechanism] {key} ({time.time() - t:.0f} s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="run only the rows whose name contains this")
+    ap.add_argument("--mechanism", action="store_true", help="the first 60 steps, probed")
     args = ap.parse_args()
     if get_mode() != "fast":
         raise SystemExit("set ATTN_MODE=fast: this is the fast-mode sweep")
     if env_max_steps() is not None:
         raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
+    if args.mechanism:
+        return mechanism(args.only)
     out = json.loads(OUT.read_text()) if OUT.exists() else {}
     out["machine"] = f"{platform()['cpu']}"
     out.setdefault("rows", {})
