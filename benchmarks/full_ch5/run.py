@@ -19,7 +19,7 @@ that decide no claim:
    every stream -- up to ``MAX_CANDIDATES`` (400, five rounds: at this size round 1 found
    2 such heads of 80, so the chapter's cap of 240 is likely too few).
 3. **Combinations only as many as the intervals need**: ``N_RUNS`` = 20 runs of each kind
-   (95 % Wilson half-width at most 0.21) instead of 50; the first 20 of the chapter's 50.
+   (95 % Wilson half-width at most 0.20) instead of 50; the first 20 of the chapter's 50.
 
 Stages (``--until``): ``screen`` (rounds as above), ``combos`` (all bad, one good, random,
 all bad summed at K = 8; random heads at K = 2 and 4; the bad heads alone on the control
