@@ -178,11 +178,11 @@ class CopyTask:
     - ``end_score_grad=False``: at the target's end step the attention scores pass no
       gradient (the step still trains everything else): ``score_stop`` (B, T), True there.
     - ``min_length``: every example its own length, uniform in ``[min_length, length]``
-      (with the end token on both sides, which then is the only sign of where a sequence
-      ends): the first ℓ words of the distribution's draw, the source padded on the left
-      (its end token stays last, where the encoder hands over to the decoder), the target
-      on the right, with a padding token the batch masks out of the attention
-      (``src_mask``), the loss (``loss_mask``) and attention accuracy (``align_mask``).
+      (with the end token on both sides, or on neither): the first ℓ words of the
+      distribution's draw, the source padded on the left (its last word, or its end token,
+      stays last, where the encoder hands over to the decoder), the target on the right,
+      with a padding token the batch masks out of the attention (``src_mask``), the loss
+      (``loss_mask``) and attention accuracy (``align_mask``).
 
     Token ids: the V data tokens ``0 .. V-1``, then the end token (``eos``), the source's
     start token (``start``), the padding token (``min_length``) and the decoder's start
@@ -221,10 +221,10 @@ class CopyTask:
             if self.min_length > L:
                 raise ValueError(f"min_length must be in [1, length={L}]; got "
                                  f"{self.min_length}")
-            if not (self.eos_in_source and self.eos_in_target) or self.start:
+            if self.eos_side != "both" or self.start:
                 raise ValueError("min_length (sequences of varying length) needs the end "
-                                 "token on both sides and no start token; got "
-                                 f"eos={self.eos}, eos_side={self.eos_side!r}, "
+                                 "token on both sides or on neither, and no start token; "
+                                 f"got eos={self.eos}, eos_side={self.eos_side!r}, "
                                  f"start={self.start}")
             if self.target_permutation is not None:
                 raise ValueError("min_length does not combine with target_permutation "
@@ -330,21 +330,24 @@ class CopyTask:
         one per example: source ``[pad .. pad, x_1 .. x_ℓ, end]``, target
         ``[x_1 .. x_ℓ, end, pad .. pad]``, with the masks."""
         B, L, pad, end = full["src"].shape[0], self.length, self.pad_token, self.vocab
+        Lp = L + int(self.eos)                                 # with the end token, L + 1
         ell = torch.randint(self.min_length, L + 1, (B, 1), generator=generator)
-        pos = torch.arange(L + 1).expand(B, L + 1)
+        pos = torch.arange(Lp).expand(B, Lp)
         shift = L - ell                                        # pads in front of the source
         words = full["src"][:, :L]
-        src = torch.full((B, L + 1), pad, dtype=torch.long)
-        src[:, L] = end
+        src = torch.full((B, Lp), pad, dtype=torch.long)
+        if self.eos:
+            src[:, L] = end
         keep = (pos[:, :L] >= shift)                           # source slots holding words
         src[:, :L][keep] = words[pos[:, :L] < L - shift]       # x_1 .. x_ℓ, in order
-        tgt = torch.full((B, L + 1), pad, dtype=torch.long)
+        tgt = torch.full((B, Lp), pad, dtype=torch.long)
         tgt[pos < ell] = words[pos[:, :L] < ell]
-        tgt[pos == ell] = end
+        if self.eos:
+            tgt[pos == ell] = end
         tgt_in = torch.cat([torch.full((B, 1), self.bos, dtype=torch.long), tgt[:, :-1]], 1)
-        align = torch.where(pos <= ell, pos + shift, torch.zeros_like(pos))
-        real = pos <= ell                                      # the ℓ words and the end
-        ends = tgt == end
+        real = pos <= ell if self.eos else pos < ell           # the ℓ words (and the end)
+        align = torch.where(real, pos + shift, torch.zeros_like(pos))
+        ends = (tgt == end) if self.eos else torch.zeros_like(real)
         batch = {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align,
                  "align_mask": real & ~ends if self.mask_end else real,
                  "src_mask": src != pad, "loss_mask": real & ~ends if not self.end_loss

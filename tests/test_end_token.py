@@ -219,8 +219,24 @@ def test_varying_lengths_mask_their_own_end_steps():
     assert torch.equal(b["src_mask"], (b["src"] != 7) & (b["src"] != 6))
 
 
+def test_varying_lengths_without_an_end_token_pad_the_same_words():
+    t = CopyTask(8, min_length=3)
+    assert (t.eos_token, t.pad_token, t.bos, t.model_vocab) == (None, 8, 9, 10)
+    b = t.sample(gen(), 300)
+    with_end = CopyTask(8, eos=True, min_length=3).sample(gen(), 300)
+    real = b["align_mask"]
+    ell = real.sum(1)
+    assert int(ell.min()) == 3 and int(ell.max()) == 8 and b["src"].shape == (300, 8)
+    assert torch.equal(b["tgt"][real], b["src"].gather(1, b["align"])[real])
+    assert torch.equal(b["loss_mask"], real) and torch.equal(b["src_mask"], b["src"] != 8)
+    # the same lengths and words as with the end token: only the end token differs
+    assert torch.equal(with_end["align_mask"].sum(1), ell + 1)
+    assert torch.equal(with_end["src"][:, :8][with_end["src_mask"][:, :8]],
+                       b["src"][b["src_mask"]])
+
+
 @pytest.mark.parametrize("kw, name", [
-    (dict(min_length=2), "min_length"), (dict(eos=True, min_length=0), "min_length"),
+    (dict(eos=True, min_length=0), "min_length"),
     (dict(eos=True, min_length=6), "min_length"),
     (dict(eos=True, eos_side="source", min_length=2), "min_length"),
     (dict(eos=True, min_length=2, target_permutation=(1, 0, 2, 3, 4)), "min_length")])

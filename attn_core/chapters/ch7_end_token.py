@@ -98,6 +98,7 @@ CONDITIONS = {
     "no end gradient": {"end_score_grad": False},
     "start": {"eos": False, "start": True},
     "varying": {"min_length": "L/2"},     # lengths uniform in [L/2, L]
+    "varying, none": {"min_length": "L/2", "eos": False},
 }
 #: The lengths of the effect's measurement (item 1); the ablations run at L = 20.
 LENGTHS = (10, 20, 40)
