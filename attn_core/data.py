@@ -178,8 +178,10 @@ class CopyTask:
     - ``end_score_grad=False``: at the target's end step the attention scores pass no
       gradient (the step still trains everything else): ``score_stop`` (B, T), True there.
     - ``min_length``: every example its own length, uniform in ``[min_length, length]``
-      (with the end token on both sides, or on neither): the first ℓ words of the
-      distribution's draw, the source padded on the left (its last word, or its end token,
+      (with the end token on both sides, or on neither): a permutation of the ℓ words
+      ``0 .. ℓ-1`` (``"permutation"``: every word of an example co-occurs with every other
+      equally often, as at one length), else the first ℓ words of the distribution's draw;
+      the source padded on the left (its last word, or its end token,
       stays last, where the encoder hands over to the decoder), the target on the right,
       with a padding token the batch masks out of the attention (``src_mask``), the loss
       (``loss_mask``) and attention accuracy (``align_mask``).
@@ -335,6 +337,9 @@ class CopyTask:
         pos = torch.arange(Lp).expand(B, Lp)
         shift = L - ell                                        # pads in front of the source
         words = full["src"][:, :L]
+        if self.distribution == "permutation":   # a permutation of the ℓ words 0 .. ℓ-1
+            keys = torch.rand(B, L, generator=generator)
+            words = keys.masked_fill(pos[:, :L] >= ell, 2.0).argsort(dim=1)
         src = torch.full((B, Lp), pad, dtype=torch.long)
         if self.eos:
             src[:, L] = end

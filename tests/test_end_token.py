@@ -204,9 +204,14 @@ def test_varying_lengths_pad_the_source_on_the_left_and_the_target_on_the_right(
     assert torch.equal(b["src_mask"], b["src"] != 9)
     assert torch.equal(b["loss_mask"], real)
     assert torch.equal(b["tgt_in"][:, 1:], b["tgt"][:, :-1])
-    for row, n in zip(b["src"], ell):                       # ℓ distinct words, then the end
+    for row, n in zip(b["src"], ell):                       # a permutation of 0 .. ℓ-1
         words = row[8 - int(n):8]
-        assert len(set(words.tolist())) == int(n) and (words < 8).all()
+        assert sorted(words.tolist()) == list(range(int(n)))
+    d = CopyTask(8, vocab=12, distribution="distinct", eos=True,
+                 min_length=3).sample(gen(), 50)               # ℓ distinct words of 12
+    for row, real in zip(d["src"], d["src_mask"]):
+        words = row[real][:-1]
+        assert len(set(words.tolist())) == len(words) and (words < 12).all()
 
 
 def test_varying_lengths_mask_their_own_end_steps():
