@@ -39,8 +39,8 @@ from torch import Tensor
 from .checks import (check_bool, check_choice, check_generator, check_int_array, check_real,
                      check_token_ids)
 
-__all__ = ["KeywordTask", "CopyTask", "TopicTask", "COPY_DISTRIBUTIONS", "EOS_SIDES",
-           "topic_sentences", "PurityGradedTask", "MarkovPairTask",
+__all__ = ["KeywordTask", "CopyTask", "EndToken", "TopicTask", "COPY_DISTRIBUTIONS",
+           "EOS_SIDES", "topic_sentences", "PurityGradedTask", "MarkovPairTask",
            "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
            "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation", "copy_vocab"]
 
@@ -137,8 +137,25 @@ def copy_vocab(length: int, distribution: str, vocab: int | None, name: str = "v
     return V
 
 
+@dataclass(frozen=True, kw_only=True)
+class EndToken:
+    """Where a copy task's end token is and what it may do (chapter 7): the keyword-only
+    options of :class:`CopyTask`, also those of chapter 7's config. See :class:`CopyTask`."""
+
+    eos_side: str = "both"
+    start: bool = False
+    mask_end: bool = False
+    end_loss: bool = True
+    end_score_grad: bool = True
+    min_length: int | None = None
+
+    def end_token_options(self) -> dict:
+        """These options by name (to build a :class:`CopyTask` with them)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(EndToken)}
+
+
 @dataclass(frozen=True)
-class CopyTask:
+class CopyTask(EndToken):
     """Sequence copying (SZKS §3.3, Fig. 2; §6.2 for a fixed permutation function).
 
     Input distributions (``distribution``), each of length ``length`` = L:
@@ -196,12 +213,6 @@ class CopyTask:
     distribution: str = "permutation"
     target_permutation: tuple[int, ...] | None = None
     eos: bool = False
-    eos_side: str = "both"
-    start: bool = False
-    mask_end: bool = False
-    end_loss: bool = True
-    end_score_grad: bool = True
-    min_length: int | None = None
     _align: Tensor = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):

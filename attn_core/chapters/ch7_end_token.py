@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 
 from ..checks import check_choice, check_int, check_seeds
-from ..data import CopyTask, EOS_SIDES
+from ..data import CopyTask, EndToken
 from ..config import Preset, first_seeds
 from .ch4_copy import COPY_BASE, CopyConfig, control, copy_probe
 
@@ -29,7 +29,7 @@ __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSI
 
 
 @dataclass(frozen=True)
-class EndTokenConfig(CopyConfig):
+class EndTokenConfig(CopyConfig, EndToken):
     """:class:`~attn_core.chapters.ch4_copy.CopyConfig` with the end token taken apart:
     ``eos_side`` (with ``eos``: "both", "source", "target"), ``start`` (a start token at
     the front of the source), ``mask_end`` (attention may not go to the source's end token),
@@ -42,32 +42,20 @@ class EndTokenConfig(CopyConfig):
 
     name = "endtok"
 
-    eos_side: str = "both"
-    start: bool = False
-    mask_end: bool = False
-    end_loss: bool = True
-    end_score_grad: bool = True
-    min_length: int | None = None
     push: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         cls = type(self).__name__
-        for name in ("start", "mask_end", "end_loss", "end_score_grad", "push"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{cls}.{name} must be True or False; got "
-                                f"{getattr(self, name)!r}")
-        check_choice(f"{cls}.eos_side", self.eos_side, EOS_SIDES)
+        if not isinstance(self.push, bool):
+            raise TypeError(f"{cls}.push must be True or False; got {self.push!r}")
         try:
             self.task()
-        except ValueError as e:       # the task's own check, named as this config's field
-            raise ValueError(f"{cls}.{e}") from None
+        except (ValueError, TypeError) as e:   # the task's own checks, named as this
+            raise type(e)(f"{cls}.{e}") from None  # config's fields
 
     def task(self) -> CopyTask:
-        base = super().task()
-        return replace(base, eos_side=self.eos_side, start=self.start,
-                       mask_end=self.mask_end, end_loss=self.end_loss,
-                       end_score_grad=self.end_score_grad, min_length=self.min_length)
+        return replace(super().task(), **self.end_token_options())
 
     def probes(self, task) -> list:
         return [copy_probe, end_probe(task)] + ([push_probe(task)] if self.push else [])
