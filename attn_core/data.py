@@ -147,6 +147,8 @@ class EndToken:
     mask_end: bool = False
     end_loss: bool = True
     end_score_grad: bool = True
+    end_state_grad: bool = True
+    mask_start: bool = False
     min_length: int | None = None
 
     def end_token_options(self) -> dict:
@@ -194,6 +196,10 @@ class CopyTask(EndToken):
       the target's end token.
     - ``end_score_grad=False``: at the target's end step the attention scores pass no
       gradient (the step still trains everything else): ``score_stop`` (B, T), True there.
+    - ``end_state_grad=False``: the end step's loss trains only the output layers: its
+      decoder state and context enter them detached (``state_stop`` (B, T), True there), so
+      no gradient of it reaches the attention, the encoder or the decoder.
+    - ``mask_start``: the decoder may not attend to the source's start token (``src_mask``).
     - ``min_length``: every example its own length, uniform in ``[min_length, length]``
       (with the end token on both sides, or on neither): a permutation of the ℓ words
       ``0 .. ℓ-1`` (``"permutation"``: every word of an example co-occurs with every other
@@ -218,7 +224,8 @@ class CopyTask(EndToken):
     def __post_init__(self):
         L = _check_int("length", self.length, 1)
         check_choice("distribution", self.distribution, COPY_DISTRIBUTIONS)
-        for name in ("eos", "start", "mask_end", "end_loss", "end_score_grad"):
+        for name in ("eos", "start", "mask_end", "end_loss", "end_score_grad",
+                     "end_state_grad", "mask_start"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False; got {getattr(self, name)!r}")
         check_choice("eos_side", self.eos_side, EOS_SIDES)
@@ -242,7 +249,9 @@ class CopyTask(EndToken):
             if self.target_permutation is not None:
                 raise ValueError("min_length does not combine with target_permutation "
                                  "(a fixed permutation of L positions)")
-        for name in ("end_loss", "end_score_grad"):
+        if self.mask_start and not self.start:
+            raise ValueError("mask_start=True needs a start token (start=True)")
+        for name in ("end_loss", "end_score_grad", "end_state_grad"):
             if not getattr(self, name) and not self.eos_in_target:
                 raise ValueError(f"{name}=False needs an end token in the target (eos=True, "
                                  f"eos_side 'both' or 'target'); got eos={self.eos}, "
@@ -329,13 +338,20 @@ class CopyTask(EndToken):
         last = torch.arange(T) == T - 1       # the target's end step (with an end token)
         if self.eos_in_target and (not self.eos_in_source or self.mask_end):
             batch["align_mask"] = (~last).expand(B, T).clone()   # nowhere to attend
-        if self.mask_end:
-            batch["src_mask"] = (torch.arange(src.shape[1]) != src.shape[1] - 1
-                                 ).expand(B, -1).clone()
+        if self.mask_end or self.mask_start:
+            where = torch.arange(src.shape[1])
+            keep = torch.ones_like(where, dtype=torch.bool)
+            if self.mask_end:
+                keep &= where != src.shape[1] - 1
+            if self.mask_start:
+                keep &= where != 0
+            batch["src_mask"] = keep.expand(B, -1).clone()
         if not self.end_loss:
             batch["loss_mask"] = (~last).expand(B, T).clone()
         if not self.end_score_grad:
             batch["score_stop"] = last.expand(B, T).clone()
+        if not self.end_state_grad:
+            batch["state_stop"] = last.expand(B, T).clone()
         return batch
 
     def _varying(self, full: dict, generator: torch.Generator) -> dict[str, Tensor]:
@@ -372,6 +388,8 @@ class CopyTask(EndToken):
             batch["src_mask"] = batch["src_mask"] & (src != end)
         if not self.end_score_grad:
             batch["score_stop"] = ends
+        if not self.end_state_grad:
+            batch["state_stop"] = ends
         return batch
 
 

@@ -59,6 +59,10 @@ def attention_weights(scores: Tensor, mode: str, mask: Tensor | None = None) -> 
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
 
 
+#: The batch keys :meth:`Seq2Seq.forward` takes as masks (see :class:`~attn_core.data.CopyTask`).
+FORWARD_MASKS = ("src_mask", "score_stop", "state_stop")
+
+
 def _batch_mask(batch: dict, key: str, shape: tuple) -> Tensor | None:
     """``batch[key]``, a bool mask of exactly ``shape``, or None when the batch has none."""
     if key not in batch:
@@ -284,17 +288,21 @@ class Seq2Seq(StackedModule):
         return [int(entry)] if self.heads == 1 else [int(entry) * salt + k for k in range(self.heads)]
 
     def forward(self, src: Tensor, tgt_in: Tensor, src_mask: Tensor | None = None,
-                score_stop: Tensor | None = None) -> dict[str, Tensor]:
+                score_stop: Tensor | None = None,
+                state_stop: Tensor | None = None) -> dict[str, Tensor]:
         """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L).
 
         ``src_mask`` (S, B, L) bool: the source positions attention may go to (default all).
-        ``score_stop`` (S, B, T) bool: decoder steps whose attention scores pass no gradient
-        (their value is unchanged; chapter 7's end-step ablation)."""
+        ``score_stop`` (S, B, T) bool: decoder steps whose attention scores pass no gradient;
+        ``state_stop``: decoder steps whose state and context enter the output layers
+        detached (values unchanged; chapter 7's end-step ablations)."""
         _check_pair("src", src, "tgt_in", tgt_in, self.vocab)
         if src_mask is not None:
             src_mask = _batch_mask({"src_mask": src_mask}, "src_mask", src.shape)
         if score_stop is not None:
             score_stop = _batch_mask({"score_stop": score_stop}, "score_stop", tgt_in.shape)
+        if state_stop is not None:
+            state_stop = _batch_mask({"state_stop": state_stop}, "state_stop", tgt_in.shape)
         enc, dec = self._states(src, tgt_in)
         S, B, L, H = enc.shape
         T, K = dec.shape[2], self.heads
@@ -317,6 +325,9 @@ class Seq2Seq(StackedModule):
             ctx = ctx + self.proj_bias.sum(1)[:, None, None, :]
         if self.head_reduce == "mean":
             ctx = ctx / K
+        if state_stop is not None:
+            m = state_stop[..., None]
+            dec, ctx = torch.where(m, dec.detach(), dec), torch.where(m, ctx.detach(), ctx)
         o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
         return {"logits": self.out(o), "alpha": alpha}
 
@@ -373,11 +384,11 @@ class Seq2Seq(StackedModule):
 
     def _forward_batch(self, batch):
         """The forward pass of a batch, with its optional masks (see :class:`CopyTask`):
-        ``src_mask`` and ``score_stop`` go to :meth:`forward`; returns its output and the
-        ``loss_mask`` (None without one)."""
+        ``src_mask``, ``score_stop`` and ``state_stop`` go to :meth:`forward`; returns its
+        output and the ``loss_mask`` (None without one)."""
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
         _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
-        masks = {k: batch[k] for k in ("src_mask", "score_stop") if k in batch}
+        masks = {k: batch[k] for k in FORWARD_MASKS if k in batch}
         out = self(batch["src"], batch["tgt_in"], **masks)
         return out, _batch_mask(batch, "loss_mask", batch["tgt"].shape)
 

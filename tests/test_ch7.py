@@ -55,8 +55,9 @@ def test_the_probe_partitions_the_attention_mass():
         h = _short(ch.condition_config(name, length=6)).run(progress=False)
         total = sum(h.probes[f"mass_{c}"] for c in ch.POSITION_CLASSES)
         np.testing.assert_allclose(total, 1.0, rtol=1e-5)
-        assert (h.probes["mass_end"] == 0).all() == (name in ("none", "target", "start",
-                                                             "masked", "varying, none"))
+        assert (h.probes["mass_end"] == 0).all() == (name in (
+            "none", "target", "start", "masked", "varying, none", "source, masked",
+            "start, masked"))
         assert (h.probes["mass_start"] > 0).all() == (name == "start")
 
 

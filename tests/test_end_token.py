@@ -256,3 +256,33 @@ def test_the_engine_trains_on_varying_lengths():
     h = train(fn, task, [0, 1], steps=4, batch_size=4, eval_every=2, progress=False,
               workers=1, execution="batched")
     assert torch.isfinite(torch.as_tensor(h.train_loss)).all()
+
+
+def test_a_state_stopped_step_trains_only_the_output_layers():
+    task = CopyTask(5, eos=True, end_loss=False, end_state_grad=False)
+    b = _stack(task.sample(gen(), 3))
+    assert torch.equal(b["state_stop"], ~b["loss_mask"])
+    only_end = {**b, "loss_mask": ~b["loss_mask"]}        # the end step's loss alone
+    m = _model(task)
+    m.loss(only_end).sum().backward()
+    assert torch.equal(m.score.grad, torch.zeros_like(m.score.grad))
+    assert m.encoder.w_ih.grad is None or not m.encoder.w_ih.grad.any()
+    assert m.combine.weight.grad.abs().sum() > 0 and m.out.weight.grad.abs().sum() > 0
+    m2 = _model(task)
+    free = {k: v for k, v in only_end.items() if k != "state_stop"}
+    m2.loss(free).sum().backward()
+    assert m2.encoder.w_ih.grad.abs().sum() > 0              # without the stop it reaches
+    assert torch.equal(m(b["src"], b["tgt_in"], state_stop=b["state_stop"])["logits"],
+                       m(b["src"], b["tgt_in"])["logits"])   # values unchanged
+
+
+def test_a_masked_start_token_gets_no_attention():
+    task = CopyTask(5, start=True, mask_start=True)
+    b = _stack(task.sample(gen(), 3))
+    assert torch.equal(b["src_mask"][0, 0], torch.tensor([False] + [True] * 5))
+    alpha = _model(task)(b["src"], b["tgt_in"], src_mask=b["src_mask"])["alpha"]
+    assert (alpha[..., 0] == 0).all()
+    with pytest.raises(ValueError, match=r"^mask_start=True needs a start token"):
+        CopyTask(5, mask_start=True)
+    with pytest.raises(ValueError, match=r"^end_state_grad=False needs an end token"):
+        CopyTask(5, end_state_grad=False)

@@ -21,6 +21,7 @@ import torch
 
 from ..checks import check_choice, check_int, check_seeds
 from ..data import CopyTask, EndToken
+from ..models import FORWARD_MASKS
 from ..config import Preset, first_seeds
 from .ch4_copy import COPY_BASE, CopyConfig, control, copy_probe
 
@@ -87,6 +88,9 @@ CONDITIONS = {
     "start": {"eos": False, "start": True},
     "varying": {"min_length": "L/2"},     # lengths uniform in [L/2, L]
     "varying, none": {"min_length": "L/2", "eos": False},
+    "no end state gradient": {"end_state_grad": False},
+    "source, masked": {"eos_side": "source", "mask_end": True},
+    "start, masked": {"eos": False, "start": True, "mask_start": True},
 }
 #: The lengths of the effect's measurement (item 1); the ablations run at L = 20.
 LENGTHS = (10, 20, 40)
@@ -104,8 +108,7 @@ def condition_name(cfg: EndTokenConfig) -> str:
     for name in CONDITIONS:
         fields = _fields(name, cfg.length)
         want = {f: fields.get(f, getattr(base, f)) for f in
-                ("eos", "eos_side", "start", "mask_end", "end_loss", "end_score_grad",
-                 "min_length")}
+                ("eos", *EndToken.__dataclass_fields__)}
         if all(getattr(cfg, f) == v for f, v in want.items()):
             return name
     return "custom"
@@ -149,7 +152,7 @@ def end_probe(task: CopyTask):
     end_pos = L + first if task.eos_in_source else None
 
     def probe(model, batch):
-        masks = {k: batch[k] for k in ("src_mask", "score_stop") if k in batch}
+        masks = {k: batch[k] for k in FORWARD_MASKS if k in batch}
         out = model(batch["src"], batch["tgt_in"], **masks)
         alpha = out["alpha"].mean(1)                           # (S, B, T, L')
         tgt, align = batch["tgt"], batch["align"]
@@ -212,7 +215,7 @@ def push_probe(task: CopyTask):
 
     def probe(model, batch):
         params = [p for p in (model.score, model.score_bias) if p is not None]
-        masks = {k: batch[k] for k in ("src_mask", "score_stop") if k in batch}
+        masks = {k: batch[k] for k in FORWARD_MASKS if k in batch}
         tgt, align = batch["tgt"], batch["align"]
         words = tgt < V
         loss_mask = batch.get("loss_mask", torch.ones_like(words))
