@@ -334,24 +334,34 @@ class CopyTask(EndToken):
         batch = {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align}
         if self.min_length is not None:
             return self._varying(batch, generator)
-        T = tgt.shape[1]
-        last = torch.arange(T) == T - 1       # the target's end step (with an end token)
-        if self.eos_in_target and (not self.eos_in_source or self.mask_end):
-            batch["align_mask"] = (~last).expand(B, T).clone()   # nowhere to attend
-        if self.mask_end or self.mask_start:
-            where = torch.arange(src.shape[1])
-            keep = torch.ones_like(where, dtype=torch.bool)
-            if self.mask_end:
-                keep &= where != src.shape[1] - 1
-            if self.mask_start:
-                keep &= where != 0
-            batch["src_mask"] = keep.expand(B, -1).clone()
-        if not self.end_loss:
-            batch["loss_mask"] = (~last).expand(B, T).clone()
-        if not self.end_score_grad:
-            batch["score_stop"] = last.expand(B, T).clone()
-        if not self.end_state_grad:
-            batch["state_stop"] = last.expand(B, T).clone()
+        return self._masks(batch)
+
+    def _masks(self, batch: dict, real: Tensor | None = None) -> dict[str, Tensor]:
+        """``batch`` with the masks its options ask for (see the class docstring), read
+        from the tokens: the end steps are where the target holds the end token, the
+        masked source positions where the source holds the end, start or padding token.
+        ``real`` (B, T): the target steps that are not padding (None: every step)."""
+        src, tgt = batch["src"], batch["tgt"]
+        ends = (tgt == self.vocab if self.eos_in_target
+                else torch.zeros_like(tgt, dtype=torch.bool))
+        keep = None if real is None else src != self.pad_token
+        for masked, token in ((self.mask_end, self.eos_token), (self.mask_start,
+                                                                 self.start_token)):
+            if masked:
+                keep = (src != token) if keep is None else keep & (src != token)
+        # a target end token with no source position to attend to
+        nowhere = self.eos_in_target and (not self.eos_in_source or self.mask_end)
+        masks = {"align_mask": (real, nowhere), "src_mask": (keep, False),
+                 "loss_mask": (real, not self.end_loss)}
+        for key, (base, drop_ends) in masks.items():
+            if drop_ends:
+                base = ~ends if base is None else base & ~ends
+            if base is not None:
+                batch[key] = base
+        for key, stop in (("score_stop", not self.end_score_grad),
+                          ("state_stop", not self.end_state_grad)):
+            if stop:
+                batch[key] = ends
         return batch
 
     def _varying(self, full: dict, generator: torch.Generator) -> dict[str, Tensor]:
@@ -379,18 +389,7 @@ class CopyTask(EndToken):
         tgt_in = torch.cat([torch.full((B, 1), self.bos, dtype=torch.long), tgt[:, :-1]], 1)
         real = pos <= ell if self.eos else pos < ell           # the ℓ words (and the end)
         align = torch.where(real, pos + shift, torch.zeros_like(pos))
-        ends = (tgt == end) if self.eos else torch.zeros_like(real)
-        batch = {"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align,
-                 "align_mask": real & ~ends if self.mask_end else real,
-                 "src_mask": src != pad, "loss_mask": real & ~ends if not self.end_loss
-                 else real}
-        if self.mask_end:
-            batch["src_mask"] = batch["src_mask"] & (src != end)
-        if not self.end_score_grad:
-            batch["score_stop"] = ends
-        if not self.end_state_grad:
-            batch["state_stop"] = ends
-        return batch
+        return self._masks({"src": src, "tgt_in": tgt_in, "tgt": tgt, "align": align}, real)
 
 
 # --------------------------------------------------------------------------- chapter 2
