@@ -63,11 +63,20 @@ def attention_weights(scores: Tensor, mode: str, mask: Tensor | None = None) -> 
 FORWARD_MASKS = ("src_mask", "score_stop", "state_stop")
 
 
+def forward_masks(batch: dict) -> dict[str, Tensor]:
+    """The masks of ``batch`` that a model's forward takes (:data:`FORWARD_MASKS`), by name."""
+    return {k: batch[k] for k in FORWARD_MASKS if k in batch}
+
+
 def _batch_mask(batch: dict, key: str, shape: tuple) -> Tensor | None:
     """``batch[key]``, a bool mask of exactly ``shape``, or None when the batch has none."""
-    if key not in batch:
-        return None
-    m = batch[key]
+    return None if key not in batch else _check_batch_mask(key, batch[key], shape)
+
+
+def _check_batch_mask(key: str, m, shape: tuple) -> Tensor:
+    """``m``, the batch's ``key``: a bool tensor of exactly ``shape`` (unlike
+    :func:`~attn_core.checks.check_bool_array`, nothing else is converted: a batch holds
+    tensors)."""
     if not isinstance(m, Tensor) or m.dtype != torch.bool:
         raise TypeError(f"batch[{key!r}] must be a bool tensor; got "
                         f"{getattr(m, 'dtype', type(m).__name__)}")
@@ -298,19 +307,14 @@ class Seq2Seq(StackedModule):
         detached (values unchanged; chapter 7's end-step ablations)."""
         _check_pair("src", src, "tgt_in", tgt_in, self.vocab)
         if src_mask is not None:
-            src_mask = _batch_mask({"src_mask": src_mask}, "src_mask", src.shape)
+            src_mask = _check_batch_mask("src_mask", src_mask, src.shape)
         if score_stop is not None:
-            score_stop = _batch_mask({"score_stop": score_stop}, "score_stop", tgt_in.shape)
+            score_stop = _check_batch_mask("score_stop", score_stop, tgt_in.shape)
         if state_stop is not None:
-            state_stop = _batch_mask({"state_stop": state_stop}, "state_stop", tgt_in.shape)
+            state_stop = _check_batch_mask("state_stop", state_stop, tgt_in.shape)
         enc, dec = self._states(src, tgt_in)
-        S, B, L, H = enc.shape
-        T, K = dec.shape[2], self.heads
-        # s_tᵀ W_k h_l for every head: (S, K, B, T, L)
-        sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
-        if self.score_bias is not None:  # (s_tᵀ W_k + a_k) h_l
-            sw = sw + self.score_bias[:, :, None, None, :]
-        scores = torch.einsum("skbtg,sblg->skbtl", sw, enc)
+        K = self.heads
+        scores = self.scores(enc, dec)
         if score_stop is not None:
             scores = torch.where(score_stop[:, None, :, :, None], scores.detach(), scores)
         if src_mask is None:
@@ -330,6 +334,14 @@ class Seq2Seq(StackedModule):
             dec, ctx = torch.where(m, dec.detach(), dec), torch.where(m, ctx.detach(), ctx)
         o = torch.tanh(self.combine(torch.cat([dec, ctx], dim=-1)))
         return {"logits": self.out(o), "alpha": alpha}
+
+    def scores(self, enc: Tensor, dec: Tensor) -> Tensor:
+        """Every head's attention scores ``s_tᵀ W_k h_l (+ a_k·h_l)`` (S, K, B, T, L) from
+        encoder states (S, B, L, H) and decoder states (S, B, T, H)."""
+        sw = torch.einsum("sbth,skhg->skbtg", dec, self.score)
+        if self.score_bias is not None:  # (s_tᵀ W_k + a_k) h_l
+            sw = sw + self.score_bias[:, :, None, None, :]
+        return torch.einsum("skbtg,sblg->skbtl", sw, enc)
 
     def _states(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder states (S, B, L, H) and teacher-forced decoder states (S, B, T, H)."""
@@ -388,8 +400,7 @@ class Seq2Seq(StackedModule):
         output and the ``loss_mask`` (None without one)."""
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
         _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
-        masks = {k: batch[k] for k in FORWARD_MASKS if k in batch}
-        out = self(batch["src"], batch["tgt_in"], **masks)
+        out = self(batch["src"], batch["tgt_in"], **forward_masks(batch))
         return out, _batch_mask(batch, "loss_mask", batch["tgt"].shape)
 
     def _ce(self, logits, tgt, loss_mask):

@@ -21,7 +21,7 @@ import torch
 
 from ..checks import check_choice, check_int, check_seeds
 from ..data import CopyTask, EndToken
-from ..models import FORWARD_MASKS
+from ..models import forward_masks
 from ..config import Preset, first_seeds
 from .ch4_copy import COPY_BASE, CopyConfig, control, copy_probe
 
@@ -152,8 +152,7 @@ def end_probe(task: CopyTask):
     end_pos = L + first if task.eos_in_source else None
 
     def probe(model, batch):
-        masks = {k: batch[k] for k in FORWARD_MASKS if k in batch}
-        out = model(batch["src"], batch["tgt_in"], **masks)
+        out = model(batch["src"], batch["tgt_in"], **forward_masks(batch))
         alpha = out["alpha"].mean(1)                           # (S, B, T, L')
         tgt, align = batch["tgt"], batch["align"]
         words = tgt < V                                        # the copied words' steps
@@ -215,7 +214,6 @@ def push_probe(task: CopyTask):
 
     def probe(model, batch):
         params = [p for p in (model.score, model.score_bias) if p is not None]
-        masks = {k: batch[k] for k in FORWARD_MASKS if k in batch}
         tgt, align = batch["tgt"], batch["align"]
         words = tgt < V
         loss_mask = batch.get("loss_mask", torch.ones_like(words))
@@ -223,11 +221,7 @@ def push_probe(task: CopyTask):
             torch.zeros_like(words)
         with torch.enable_grad():
             enc, dec = model._states(batch["src"], batch["tgt_in"])
-            enc, dec = enc.detach(), dec.detach()
-            sw = torch.einsum("sbth,skhg->skbtg", dec, model.score)
-            if model.score_bias is not None:
-                sw = sw + model.score_bias[:, :, None, None, :]
-            e = torch.einsum("skbtg,sblg->skbtl", sw, enc).mean(1)       # (S, B, T, L')
+            e = model.scores(enc.detach(), dec.detach()).mean(1)       # (S, B, T, L')
             if "src_mask" in batch:
                 keep = batch["src_mask"][:, :, None, :].to(e.dtype)
                 e_bar = (e * keep).sum(-1) / keep.sum(-1)
@@ -239,7 +233,7 @@ def push_probe(task: CopyTask):
             margins = {"diag": diag / n}
             if end_pos is not None:
                 margins["sink"] = ((e[..., end_pos] - e_bar) * w).sum((1, 2)) / n
-            out = model(batch["src"], batch["tgt_in"], **masks)
+            out, _ = model._forward_batch(batch)
             ce = torch.nn.functional.cross_entropy(
                 out["logits"].flatten(0, 2), tgt.flatten().long(), reduction="none"
             ).view(tgt.shape)
