@@ -47,6 +47,7 @@ import numpy as np
 import attn_core
 from attn_core.chapters import ch5_multihead as ch
 from attn_core.config import env_max_steps, get_mode
+from attn_core.metrics import classify_heads
 from attn_core.stored import _write_json, platform
 
 OUT = Path(__file__).resolve().parent / "results.json"
@@ -172,41 +173,32 @@ def screen(cfg, res: Results) -> dict:
 
 
 def _labels(cfg, final) -> dict[int, str]:
-    """good / bad (on every stream), inconsistent (settled by the streams it ran on), or
-    unchecked (good on the streams it ran on, not run on the others)."""
+    """The chapter's labels (``classify_heads``: good / bad on every stream, else
+    inconsistent) of the heads run on every stream; of the others, inconsistent (settled by
+    the streams they ran on) or unchecked (good on those streams, not run on the rest)."""
     out = {}
     for s, by_stream in final.items():
-        acc = list(by_stream.values())
-        if all(a > cfg.good for a in acc):
-            out[s] = "good" if len(acc) == len(cfg.data_seeds) else "unchecked"
-        elif all(a < cfg.bad for a in acc) and len(acc) == len(cfg.data_seeds):
-            out[s] = "bad"
+        acc = np.array([list(by_stream.values())])
+        if acc.shape[1] == len(cfg.data_seeds):
+            out[s] = str(classify_heads(acc, cfg.good, cfg.bad)[0])
         else:
-            out[s] = "inconsistent"
+            out[s] = "unchecked" if (acc > cfg.good).all() else "inconsistent"
     return out
 
 
 def combos(cfg, labels: dict, res: Results) -> None:
-    """The runs of §3-5 at ``N_RUNS`` each, from the screen's pools."""
+    """The runs of §3-5 at ``N_RUNS`` each: the chapter's ``combination_configs`` from the
+    screen's labels, then its control (the bad heads alone on the control task)."""
     cfg = replace(cfg, n_combinations=N_RUNS, n_random=N_RUNS)
-    pools = {"good": sorted(s for s, v in labels.items() if v == "good"),
-             "bad": sorted(s for s, v in labels.items() if v == "bad"),
-             "random": cfg.fresh_heads(cfg.k_combo)}
+    drawn = np.array([labels[s] for s in cfg.candidates(len(labels))])
     K = cfg.k_combo
-    heads = {kind: ch.head_combinations(pools, kind, K, N_RUNS, seed=1)
-             for kind in ch.COMBINATION_KINDS}
-    for kind in ("all bad", "one good", "random"):
-        res.run(f"K={K} {kind}", cfg.heads_run(heads[kind], cfg.combination_data(),
-                                                f"heads-{kind.replace(' ', '-')}"))
-    res.run(f"K={K} all bad, summed", cfg.heads_run(heads["all bad"], cfg.combination_data(),
-                                                     "heads-all-bad-sum", head_reduce="sum"))
-    for k in cfg.ks:
-        if k > 1 and k != K:
-            hs = ch.head_combinations({"random": cfg.fresh_heads(k)}, "random", k, N_RUNS)
-            res.run(f"K={k} random", cfg.heads_run(hs, cfg.random_data(),
-                                                    f"heads-random-K{k}"))
-    res.run("control, bad heads", cfg.heads_run(pools["bad"], [0] * len(pools["bad"]),
-                                                "heads-control", copy=cfg.control_copy()))
+    for key, run in ch.combination_configs(cfg, drawn).items():
+        name = f"K={key[len('random K='):]} random" if key.startswith("random K=") else \
+            f"K={K} {key}"
+        res.run(name, run)
+    bad = cfg.pools(drawn)["bad"]
+    res.run("control, bad heads", cfg.heads_run(bad, [0] * len(bad), "heads-control",
+                                                copy=cfg.control_copy()))
 
 
 def main() -> None:
