@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 
 from attn_core.chapters import ch5_multihead as ch  # noqa: E402
 from attn_core.claims import Claims  # noqa: E402
-from attn_core.metrics import (fisher_exact, rate_difference, success_rate,  # noqa: E402
-                               wilson_rate_interval)
+from attn_core.metrics import (classify_heads, fisher_exact,  # noqa: E402
+                               rate_difference, success_rate)
 from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt, set_style  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -54,8 +54,7 @@ def findings(res: dict, at: int = -1) -> dict:
     table = screen_table(res, at)
     heads = sorted(table)
     s0 = np.array([table[s][first] for s in heads])
-    p1 = (float((s0 > good).mean()), *wilson_rate_interval(float((s0 > good).mean()),
-                                                          len(s0)))
+    p1 = ch.head_rate(s0[:, None], good)         # one stream: every candidate ran on it
     # heads that ran on every stream: does the first stream's verdict repeat on the others?
     full = [s for s in heads if len(table[s]) == len(CFG.data_seeds)]
     g0 = [s for s in full if table[s][first] > good]
@@ -64,11 +63,9 @@ def findings(res: dict, at: int = -1) -> dict:
     k_g, k_b = sum(map(rest_good, g0)), sum(map(rest_good, b0))
     p = fisher_exact(k_g, len(g0), k_b, len(b0), alternative="greater") if g0 and b0 \
         else 1.0
-    labels = {s: ("good" if all(a > good for a in table[s].values()) else
-                  "bad" if all(a < bad for a in table[s].values()) else "other")
-              for s in full}
-    n_good = sum(v == "good" for v in labels.values())
-    n_bad = sum(v == "bad" for v in labels.values())
+    labels = classify_heads(np.array([[table[s][d] for d in CFG.data_seeds] for s in full]),
+                            good, bad) if full else np.array([], dtype=str)
+    n_good, n_bad = int((labels == "good").sum()), int((labels == "bad").sum())
     runs = res["runs"]
     K = CFG.k_combo
     ok = {kind: np.array([a[at] for a in runs[f"K={K} {kind}"]["token_acc"]]) > good
@@ -77,8 +74,8 @@ def findings(res: dict, at: int = -1) -> dict:
     random_k = {1: p1, **{k: success_rate(np.array([a[at] for a in
                                                    runs[f"K={k} random"]["token_acc"]]) > good)
                          for k in CFG.ks if k > 1}}
-    diag = {name: (np.array(r["head_attn_acc"])[:, :(at % len(r["eval_steps"])) + 1] > 0.5
-                   ).any(1) for name, r in runs.items() if name.startswith("K=")}
+    diag = {name: ch.diagonal_heads(r["head_attn_acc"], at)
+            for name, r in runs.items() if name.startswith("K=")}
     won = ok["one good"]
     matches = total = n_won = 0
     for name, r in runs.items():
