@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
+from attn_core.chapters.ch4_copy import SUCCESS_LEVEL
 from attn_core.chapters.ch7_end_token import POSITION_CLASSES
 from attn_core.metrics import fisher_exact, wilson_interval
 
 HERE = Path(__file__).resolve().parent
-LEVEL = 0.95
 
 
 def successes(row) -> np.ndarray:
-    return np.asarray(row["copy_acc"], dtype=float)[:, -1] > LEVEL
+    return np.asarray(row["copy_acc"], dtype=float)[:, -1] > SUCCESS_LEVEL
 
 
 def main() -> None:

@@ -25,11 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from attn_core.chapters import ch7_end_token as ch
+from attn_core.chapters.ch4_copy import SUCCESS_LEVEL
 from attn_core.config import env_max_steps, get_mode
 from attn_core.stored import _write_json, config_record, platform
 
@@ -55,7 +57,6 @@ def row_name(name: str, length: int, task: str) -> str:
 
 
 def config(name: str, length: int, task: str) -> ch.EndTokenConfig:
-    from dataclasses import replace
     return replace(ch.condition_config(name, length, task), steps=STEPS[length])
 
 
@@ -70,7 +71,6 @@ def row(cfg, h, seconds: float) -> dict:
 
 
 def mechanism(only: str) -> None:
-    from dataclasses import replace
     out = json.loads(MECHANISM.read_text()) if MECHANISM.exists() else {"rows": {}}
     for name in MECHANISM_PLAN:
         key = row_name(name, 20, "permutation")
@@ -113,8 +113,9 @@ def main() -> None:
         seconds = before.get("seconds", 0.0) if h.cached else time.time() - t
         out["rows"][key] = row(cfg, h, seconds)
         _write_json(OUT, out)
-        ok = (h.probes["copy_acc"][:, -1] > 0.95).sum()
-        print(f"[ch7 sweep] {key}: {ok}/{len(cfg.seeds)} copy accuracy above 0.95 ({seconds:.0f} s)")
+        ok = (h.probes["copy_acc"][:, -1] > SUCCESS_LEVEL).sum()
+        print(f"[ch7 sweep] {key}: {ok}/{len(cfg.seeds)} copy accuracy above "
+              f"{SUCCESS_LEVEL} ({seconds:.0f} s)")
 
 
 if __name__ == "__main__":
