@@ -29,6 +29,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import matplotlib
+import matplotlib.colors
+import matplotlib.image
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
@@ -212,7 +215,7 @@ def _wrap_png_formatter(ip) -> None:
         return
 
     def with_text_size(fig, *args, **kwargs):
-        data = draw(fig, *args, **kwargs)
+        data = _inline_png(draw, fig, *args, **kwargs)
         if data is None:
             return None
         png = data[0] if isinstance(data, tuple) else data
@@ -232,6 +235,27 @@ def _wrap_png_formatter(ip) -> None:
     png.for_type(Figure, with_text_size)
 
 
+def _inline_png(draw, fig, *args, **kwargs):
+    """What ``draw``, IPython's PNG formatter for figures, returns for ``fig``; where it is
+    IPython's own ``print_figure`` (tight box, the figure's dpi), made with one drawing of
+    the figure (:func:`_tight_png_one_draw`) instead of savefig's two."""
+    import functools
+
+    from IPython.core import pylabtools
+
+    kw = getattr(draw, "keywords", None) or {}
+    if (isinstance(draw, functools.partial) and draw.func is pylabtools.print_figure
+            and not draw.args and not args and not kwargs
+            and set(kw) <= {"fmt", "base64", "bbox_inches"} and kw.get("fmt") == "png"
+            and kw.get("bbox_inches", "tight") == "tight"):
+        if not fig.axes and not fig.lines:
+            return None                           # as print_figure: nothing to show
+        png = _tight_png_one_draw(fig, fig.dpi)
+        if png is not None:
+            return base64.b64encode(png).decode("ascii") if kw.get("base64") else png
+    return draw(fig, *args, **kwargs)
+
+
 def fig_to_png(fig: Figure, *, dpi: int | None = None) -> bytes:
     """Render a matplotlib figure to PNG bytes (tight bounding box).
 
@@ -240,9 +264,66 @@ def fig_to_png(fig: Figure, *, dpi: int | None = None) -> bytes:
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure; got {type(fig).__name__}")
     dpi = DPI if dpi is None else check_real("dpi", dpi, 0.0, low_open=True)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight", dpi=dpi)
-    return buf.getvalue()
+    png = _tight_png_one_draw(fig, dpi)
+    if png is None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight", dpi=dpi)
+        png = buf.getvalue()
+    return png
+
+
+def _tight_png_one_draw(fig: Figure, dpi: float) -> bytes | None:
+    """``savefig(bbox_inches="tight")`` with one drawing instead of two: the figure is drawn
+    once on its Agg canvas, its tight box (padded by ``savefig.pad_inches``) is cut out of
+    the pixels, and the cut is written as matplotlib writes a PNG. savefig draws the figure
+    a first time only to find that box, then again shifted into it by a fraction of a pixel
+    (the same image, each line or letter within a pixel of where savefig puts it). A third
+    of a slider frame's time, measured.
+    None where this shortcut does not apply -- a canvas other than Agg, a box reaching past
+    the figure's edge (savefig would enlarge the canvas), a transparent or non-default
+    savefig setting -- and the caller saves the usual way."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    if not isinstance(canvas, FigureCanvasAgg):
+        return None
+    rc = plt.rcParams
+    if (rc["savefig.transparent"] or rc["savefig.facecolor"] != "auto"
+            or rc["savefig.edgecolor"] != "auto"
+            or rc["savefig.bbox"] not in (None, "tight")):
+        return None
+    old_dpi = fig.dpi
+    try:
+        fig.dpi = dpi
+        FigureCanvasAgg.draw(canvas)
+        box = fig.get_tightbbox(canvas.get_renderer())
+        w_in, h_in = fig.get_size_inches()
+        if box is None or box.x0 < 0 or box.y0 < 0 or box.x1 > w_in or box.y1 > h_in:
+            return None     # something drawn past the figure's edge: savefig shows it
+        box = box.padded(rc["savefig.pad_inches"])
+        pixels = np.asarray(canvas.buffer_rgba())
+        # savefig's canvas: int(width * dpi) x int(height * dpi) pixels, the figure's
+        # face colour where the padding reaches past the figure's edge
+        width, height = int(box.width * dpi), int(box.height * dpi)
+        face = np.round(np.array(matplotlib.colors.to_rgba(fig.patch.get_facecolor()))
+                        * 255).astype(np.uint8)
+        cut = np.empty((height, width, 4), dtype=np.uint8)
+        cut[:] = face
+        # the figure's pixel at the cut's (0, 0). savefig shifts the figure by the box's
+        # fractional corner, so no whole-pixel cut equals its image everywhere (lines snap
+        # to pixels either way, images resample); rounding x and raising y gave the
+        # smallest difference over 16 figures (mean 1.4 of 255 a channel, at most 4.4)
+        left = int(np.round(box.x0 * dpi))
+        top = int(np.ceil(pixels.shape[0] - box.y1 * dpi))
+        r0, c0 = max(top, 0), max(left, 0)
+        r1 = min(top + height, pixels.shape[0])
+        c1 = min(left + width, pixels.shape[1])
+        cut[r0 - top:r1 - top, c0 - left:c1 - left] = pixels[r0:r1, c0:c1]
+        buf = io.BytesIO()
+        matplotlib.image.imsave(buf, cut, format="png", dpi=dpi)   # as savefig writes
+        return buf.getvalue()
+    finally:
+        fig.dpi = old_dpi
 
 
 def figure_slider(

@@ -280,3 +280,152 @@ def test_a_smoke_run_draws_the_first_and_last_frames_only(monkeypatch):
     drawn.clear()
     slider, stack = _parts(figure_slider([1, 2, 3, 4], draw))
     assert drawn == [1, 2, 3, 4] and len(stack.children) == 4
+
+
+def _pixels(png: bytes):
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png))).astype(int)
+
+
+def _savefig_png(fig, dpi=plotting.DPI) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight", dpi=dpi)
+    return buf.getvalue()
+
+
+def _figures():
+    """Figures as the book draws them: plain, constrained layout with a colour bar and
+    mathtext, two stacked panels with a legend, a 150-dpi figure saved at 100 dpi."""
+    import numpy as np
+
+    set_style()
+    rng = np.random.default_rng(0)
+    fig1, ax = plt.subplots(figsize=(3.3, 2.1))
+    ax.plot(rng.random(12), label="a")
+    ax.set(title="plain", xlabel="step")
+    fig2, ax = plt.subplots(figsize=(4.6, 3.7), layout="constrained")
+    im = ax.imshow(rng.random((9, 9)), cmap="magma")
+    fig2.colorbar(im, ax=ax, label=r"$\beta^{uf}_{t,l}$")
+    ax.set_title(r"attention $\alpha_{t,l}$")
+    fig3, (a1, a2) = plt.subplots(2, 1, figsize=(4.2, 5.1), sharex=True)
+    a1.plot(rng.random(30), label="one")
+    a1.plot(rng.random(30), label="two")
+    a1.legend()
+    a2.semilogy(1 + rng.random(30))
+    a2.set_xlabel("step")
+    fig4, ax = plt.subplots(figsize=(2.9, 2.2), dpi=150, layout="constrained")
+    ax.bar(range(5), rng.random(5))
+    return [fig1, fig2, fig3, fig4]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_one_drawing_gives_savefigs_tight_png(index):
+    """fig_to_png draws the figure once and cuts its tight box out: the image savefig's two
+    drawings give -- the same size and resolution, what is drawn in the same place to
+    within a pixel on every side, and the same pixels once aligned (savefig's drawing is
+    shifted by a fraction of a pixel, so lines snap and images resample a little
+    differently: at most ~4 of 255 a channel on average; a cut 2 pixels off gives ~9) --
+    and the figure's dpi as it was."""
+    import numpy as np
+
+    fig = _figures()[index]
+    dpi_before = fig.dpi
+    fast = plotting._tight_png_one_draw(fig, plotting.DPI)
+    assert fast is not None and fig.dpi == dpi_before
+    slow = _savefig_png(fig)
+    assert plotting._png_width_dpi(fast) == plotting._png_width_dpi(slow)
+    a, b = _pixels(slow), _pixels(fast)
+    assert a.shape == b.shape
+
+    def drawn(img):                           # rows and columns holding anything drawn
+        ink = (img != img[0, 0]).any(-1)
+        rows, cols = np.flatnonzero(ink.any(1)), np.flatnonzero(ink.any(0))
+        return np.array([rows[0], rows[-1], cols[0], cols[-1]])
+
+    assert abs(drawn(a) - drawn(b)).max() <= 1
+    best = min(abs(a[1:-1, 1:-1] - b[1 + dy:b.shape[0] - 1 + dy, 1 + dx:b.shape[1] - 1 + dx])
+               .mean() for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+    assert best < 5.0
+    plt.close("all")
+
+
+def test_fig_to_png_draws_once(monkeypatch):
+    """fig_to_png takes the one-drawing path for the book's figures: savefig is not called
+    and the figure is drawn once."""
+    fig = _figures()[1]
+    draws = []
+    original = matplotlib.backends.backend_agg.FigureCanvasAgg.draw
+    monkeypatch.setattr(matplotlib.backends.backend_agg.FigureCanvasAgg, "draw",
+                        lambda self: draws.append(1) or original(self))
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda *a, **k: pytest.fail("savefig called"))
+    assert fig_to_png(fig).startswith(PNG_MAGIC) and len(draws) == 1
+    plt.close("all")
+
+
+def test_what_one_drawing_cannot_show_is_saved_by_savefig():
+    """Text past the figure's edge (savefig enlarges its canvas to show it) and a
+    transparent savefig setting are left to savefig: fig_to_png gives its exact bytes."""
+    set_style()
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1])
+    fig.text(1.05, 0.5, "outside the figure")
+    fig2, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1])
+    saved = []
+    savefig = matplotlib.figure.Figure.savefig
+
+    def counted(self, *args, **kwargs):
+        saved.append(self)
+        return savefig(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.figure.Figure, "savefig", counted)
+        assert plotting._tight_png_one_draw(fig, plotting.DPI) is None
+        png = fig_to_png(fig)
+        with plt.rc_context({"savefig.transparent": True}):
+            assert plotting._tight_png_one_draw(fig2, plotting.DPI) is None
+            png2 = fig_to_png(fig2)
+    assert saved == [fig, fig2]
+    # savefig enlarged its canvas to the text past the figure's right edge
+    assert plotting._png_width_dpi(png)[0] > 3 * plotting.DPI
+    assert _pixels(png2)[0, 0, 3] == 0                     # transparent
+    plt.close("all")
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_the_notebook_shows_ipythons_figure_drawn_once(as_text, monkeypatch):
+    """With IPython's own formatter (print_figure, tight box) the notebook's PNG is made by
+    one drawing: the image print_figure makes, and the canvas's print_figure (savefig's
+    two drawings) is not called."""
+    from functools import partial
+
+    from IPython.core import pylabtools
+    from IPython.core.formatters import PNGFormatter
+
+    class Shell:
+        class display_formatter:
+            formatters = {"image/png": PNGFormatter()}
+
+    png_formatter = Shell.display_formatter.formatters["image/png"]
+    png_formatter.for_type(matplotlib.figure.Figure,
+                           partial(pylabtools.print_figure, fmt="png", base64=as_text))
+    plotting._wrap_png_formatter(Shell)
+    fig = _figures()[1]
+    expected = pylabtools.print_figure(fig, fmt="png")
+    calls = []
+    monkeypatch.setattr(matplotlib.backend_bases.FigureCanvasBase, "print_figure",
+                        lambda *a, **k: calls.append(a))
+    data, meta = png_formatter(fig)
+    assert not calls
+    png = base64.b64decode(data) if as_text else data
+    assert isinstance(data, str) == as_text
+    a, b = _pixels(expected), _pixels(png)
+    assert a.shape == b.shape and abs(a - b).mean() < 5.0
+    assert meta["attn_text_pt"] == {k: v for k, v in plotting._png_text_pt(fig, png).items()
+                                    if k != "smallest"}
+    empty = plt.figure()
+    assert png_formatter(empty) is None
+    plt.close("all")
