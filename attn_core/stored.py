@@ -33,7 +33,7 @@ the row's first seed). What a stored run guarantees:
 
 Outside fast mode (the papers' scale, not stored) and under ``ATTN_MAX_STEPS`` (a smoke run)
 :func:`stored_run` is ``config.run()``. ``python -m attn_core.stored`` runs every live check
-of chapters 4-6 and prints a table (see :func:`main`).
+of chapters 4-7 and prints a table (see :func:`main`).
 """
 
 from __future__ import annotations
@@ -131,10 +131,12 @@ def _sha256(path: Path) -> str:
 
 
 def _stored_files() -> list[Path]:
-    """Every file the manifest covers: the entries, the envelopes, chapter 6's two sweeps."""
+    """Every file the manifest covers: the entries, the envelopes, chapter 6's two sweeps
+    and chapter 7's."""
     from .chapters.ch6_transformer import FULL_SWEEP_FILE, SWEEP_FILE
+    from .chapters.ch7_end_token import SWEEP_FILE as CH7_SWEEP
     files = sorted(STORE.glob("*.npz"))
-    return files + [p for p in (STORE / ENVELOPES, SWEEP_FILE, FULL_SWEEP_FILE)
+    return files + [p for p in (STORE / ENVELOPES, SWEEP_FILE, FULL_SWEEP_FILE, CH7_SWEEP)
                     if p.exists()]
 
 
@@ -529,14 +531,16 @@ class LiveCheck:
 
 
 def live_checks() -> list[LiveCheck]:
-    """Every live check of chapters 4-6: their stored entries and the members each chapter
+    """Every live check of chapters 4-7: their stored entries and the members each chapter
     re-trains (chapter 5's screen two per stream, every other entry one)."""
     from .chapters import ch4_copy, ch5_multihead
     from .chapters import ch6_transformer as ch6
+    from .chapters import ch7_end_token as ch7
     out = [LiveCheck(stored_path(c).name, c, 1, 4) for c in ch4_copy.stored_configs()]
     out += [LiveCheck(stored_path(c).name, c, 2 if c.tag == "heads-screen" else 1, 5)
             for c in ch5_multihead.stored_configs()]
     out += [LiveCheck(stored_path(c).name, c, 1, 6) for c in ch6.stored_configs()]
+    out += [LiveCheck(stored_path(c).name, c, 1, 7) for c in ch7.stored_configs()]
     return out
 
 

@@ -95,7 +95,7 @@ timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     --nbval-lax tests/test_browser.py notebooks/03_ibm1.ipynb tests/test_jupyterlab.py \
     tests/test_colab_rehearsal.py notebooks/05_multihead.ipynb \
     notebooks/04_permutation_copy.ipynb notebooks/02_sen.ipynb \
-    notebooks/06_transformer.ipynb tests/test_built_book.py
+    notebooks/06_transformer.ipynb notebooks/07_end_token.ipynb tests/test_built_book.py
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"

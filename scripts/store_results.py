@@ -23,6 +23,7 @@ a time. Per metric and evaluation step the largest difference from the stored re
 are kept too: there the check is bitwise.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -38,6 +39,7 @@ import torch  # noqa: E402
 
 from attn_core import stored, training  # noqa: E402
 from attn_core.chapters import ch4_copy, ch5_multihead, ch6_transformer  # noqa: E402
+from attn_core.chapters import ch7_end_token  # noqa: E402
 
 #: Last-bit perturbations of the initial weights measured per check (INIT_JITTER seeds).
 JITTERS = (1, 2, 3)
@@ -45,7 +47,7 @@ JITTERS = (1, 2, 3)
 
 def configs() -> list:
     return (ch4_copy.stored_configs() + ch5_multihead.stored_configs()
-            + ch6_transformer.stored_configs())
+            + ch6_transformer.stored_configs() + ch7_end_token.stored_configs())
 
 
 def capabilities() -> list[str]:
@@ -85,13 +87,20 @@ def token_counts(check: stored.LiveCheck) -> int:
     return int(cfg.train_kwargs()["eval_batch_size"] * batch["tgt"].shape[-1])
 
 
-def worker(out: str, jitter: int | None) -> None:
+def _checks(only: list[str] | None = None) -> list:
+    """The live checks, or those named in ``only``, in the order of stored.live_checks()."""
+    checks = stored.live_checks()
+    return checks if only is None else [c for c in checks if c.name in only]
+
+
+def worker(out: str, jitter: int | None, only: list[str] | None = None) -> None:
     """In a fresh process (its platform set by the environment): train every live check's
-    members and save what they recorded to ``out`` (npz), with this process's platform."""
+    members (or those of the checks named in ``only``) and save what they recorded to
+    ``out`` (npz), with this process's platform."""
     arrays = {}
     token = training.INIT_JITTER.set(jitter)
     try:
-        for i, check in enumerate(stored.live_checks()):
+        for i, check in enumerate(_checks(only)):
             h = check.train()
             for k, v in check.now(h).items():
                 arrays[f"{i}/{k}"] = np.asarray(v)
@@ -102,7 +111,7 @@ def worker(out: str, jitter: int | None) -> None:
     np.savez(out, **arrays)
 
 
-def _run_worker(run: dict, folder: Path) -> dict:
+def _run_worker(run: dict, folder: Path, only: list[str] | None = None) -> dict:
     out = folder / (run["name"].replace(" ", "_").replace(",", "").replace("/", "_")
                     .replace("=", "-") + ".npz")
     if out.exists():                             # --runs DIR: measured before, reused
@@ -113,6 +122,8 @@ def _run_worker(run: dict, folder: Path) -> dict:
     cmd = [sys.executable, __file__, "--worker", str(out)]
     if run["jitter"] is not None:
         cmd += ["--jitter", str(run["jitter"])]
+    if only is not None:
+        cmd += ["--only", ",".join(only)]
     t = time.time()
     subprocess.run(cmd, env=env, check=True)
     with np.load(out, allow_pickle=False) as z:
@@ -121,11 +132,20 @@ def _run_worker(run: dict, folder: Path) -> dict:
     return data
 
 
-def measure_envelopes(folder: str | None = None) -> None:
+def measure_envelopes(folder: str | None = None, missing: bool = False) -> None:
     """Measure and write ``envelopes.json`` (then the manifest). Each run's records are kept
-    in ``folder`` (default: a new temporary folder, printed), and reused from there."""
+    in ``folder`` (default: a new temporary folder, printed), and reused from there.
+    ``missing``: only the live checks that have no envelope yet (a new chapter's); the
+    others keep theirs as measured (on another machine their perturbations would differ)."""
     stored.write_manifest()                      # the entries as they are now
-    checks = stored.live_checks()
+    kept, only = {}, None
+    if missing:
+        kept = json.loads((stored.STORE / stored.ENVELOPES).read_text())["checks"]
+        only = [c.name for c in stored.live_checks() if c.name not in kept]
+        if not only:
+            print("[envelope] every live check has its envelope")
+            return
+    checks = _checks(only)
     runs = perturbations()
     folder = Path(folder or tempfile.mkdtemp(prefix="attn_envelope_runs_"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -135,11 +155,11 @@ def measure_envelopes(folder: str | None = None) -> None:
     alone = [r for r in runs if r["env"].get("ATTN_THREADS", "1") != "1"]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = dict(zip([r["name"] for r in runs if r not in alone],
-                        pool.map(lambda r: _run_worker(r, folder),
+                        pool.map(lambda r: _run_worker(r, folder, only),
                                  [r for r in runs if r not in alone])))
-    done.update({r["name"]: _run_worker(r, folder) for r in alone})
+    done.update({r["name"]: _run_worker(r, folder, only) for r in alone})
     results = [done[r["name"]] for r in runs]
-    out = {}
+    out = dict(kept)
     for i, check in enumerate(checks):
         record, steps = check.record()
         for run, data in zip(runs, results):
@@ -154,9 +174,14 @@ def measure_envelopes(folder: str | None = None) -> None:
         env_last = {k: v["envelope"][-1] for k, v in spec["keys"].items()}
         print(f"[envelope] {check.name}: bitwise on {len(spec['bitwise_on'])} platform(s); "
               f"envelope at the last step {env_last}")
-    path = stored.write_envelopes(out, {"measured": time.strftime("%Y-%m-%d"),
-                                        "measured_on": stored.platform_key(),
-                                        "perturbations": [r["name"] for r in runs]})
+    note = {"measured": time.strftime("%Y-%m-%d"), "measured_on": stored.platform_key(),
+            "perturbations": [r["name"] for r in runs]}
+    if missing:          # the others' note stays; what was added, when and where, is kept
+        old = json.loads((stored.STORE / stored.ENVELOPES).read_text())
+        added = old.get("added", []) + [{**note, "checks": only}]
+        note = {k: old[k] for k in ("measured", "measured_on", "perturbations") if k in old}
+        note["added"] = added
+    path = stored.write_envelopes(out, note)
     print(f"[envelope] wrote {path} and the manifest")
 
 
@@ -167,11 +192,15 @@ def main():
     ap.add_argument("--envelopes", action="store_true", help="measure the envelopes")
     ap.add_argument("--manifest", action="store_true", help="only rewrite the manifest")
     ap.add_argument("--runs", help="keep (and reuse) the envelope runs' records here")
+    ap.add_argument("--missing", action="store_true",
+                    help="with --envelopes: only the live checks without an envelope")
+    ap.add_argument("--only", help=argparse.SUPPRESS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--jitter", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.worker, args.jitter)
+        return worker(args.worker, args.jitter,
+                      args.only.split(",") if args.only else None)
     if args.manifest:
         print(f"[store] wrote {stored.write_manifest()}")
         return
@@ -203,7 +232,9 @@ def main():
             sys.exit(1)
         return
     if missing or args.envelopes:
-        measure_envelopes(args.runs)      # new entries need their spread measured (and the manifest)
+        # new entries need their spread measured (and the manifest); the others keep theirs
+        # unless every entry was trained again (--force) or every envelope asked for
+        measure_envelopes(args.runs, missing=args.missing or not (args.force or args.envelopes))
     else:
         stored.write_manifest()
 

@@ -39,7 +39,8 @@ GLOSSARY_TERMS = (
     "count table", "agreement", "good head", "bad head", "guessing level", "EOS", "finding",
     "identity", "fast mode", "full mode", "stored run", "uniform attention",
     "Luong attention", "attention score", "embedding norm", "topic word", "keyword",
-    "permutation copy", "control task", "success", "Predict box",
+    "permutation copy", "control task", "success", "Predict box", "attention sink",
+    "end step",
 )
 
 # {term}`NAME` or {term}`shown text <NAME>`; the role's text may run over a line break.

@@ -47,7 +47,7 @@ CHAPTER5 = "notebooks/05_multihead.html"
 INTRO = "book/intro.html"
 CHAPTERS = ["notebooks/01_gated_classifier.html", "notebooks/02_sen.html",
             "notebooks/03_ibm1.html", "notebooks/04_permutation_copy.html", CHAPTER5,
-            "notebooks/06_transformer.html"]
+            "notebooks/06_transformer.html", "notebooks/07_end_token.html"]
 PAGE_LOAD_TIMEOUT = 60.0
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 ALLOWED_SCHEMES = ("data:", "blob:", "about:")

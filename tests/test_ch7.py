@@ -171,3 +171,183 @@ def test_pushes_are_zero_for_a_group_or_margin_that_does_not_exist():
         for k in zero:
             assert float(out[k][0]) == 0.0, (name, k)
         assert float(out["push_diag_copy"][0]) != 0.0
+
+
+# ------------------------------------------------------------------ the stored sweep
+def test_the_stored_sweep_holds_every_row_of_its_configuration():
+    rows = ch.load_sweep()
+    assert set(ch.SWEEP_ROWS) <= set(rows)
+    for name, (cond, L, task) in ch.SWEEP_ROWS.items():
+        cfg = ch.sweep_config(name)
+        assert (cfg.length, ch.condition_name(cfg)) == (L, cond)
+        assert cfg.steps == ch.SWEEP_STEPS[L] and len(rows[name]["seeds"]) == 40
+        assert (cfg.distribution == "distinct") == (task == "control")
+
+
+def test_the_live_rows_first_seed_is_its_stored_entry_rounded():
+    """The entries the chapter re-trains (stored whole, trained with today's code) hold the
+    sweep row's first seed: the rows trained before two options were added are the
+    numbers the code gives now."""
+    from attn_core.stored import _load_entry
+
+    rows = ch.load_sweep()
+    for name in ch.LIVE_ROWS:
+        h = _load_entry(ch.live_config(name))
+        for k in ch.ROW_METRICS + ch.ROW_PROBES:
+            now = h.metrics[k] if k in h.metrics else h.probes[k]
+            assert np.array_equal(np.round(np.asarray(now, dtype=float)[0], 4),
+                                  np.asarray(rows[name][k])[0]), (name, k)
+
+
+def test_a_sweep_row_of_another_configuration_or_missing_is_refused(tmp_path):
+    import json
+
+    rows = json.loads(ch.SWEEP_FILE.read_text())
+    bad = dict(rows)
+    bad["both, L=20"] = {**rows["both, L=20"],
+                         "config": {**rows["both, L=20"]["config"], "lr": 0.002}}
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=r"row 'both, L=20' was computed with another "
+                                         r"configuration than sweep_config"):
+        ch.load_sweep(path)
+    del bad["both, L=20"]
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=r"has no row 'both, L=20': run python "
+                                         r"benchmarks/ch7_end_token/sweep.py"):
+        ch.load_sweep(path)
+    short = dict(rows)
+    short["none, L=20"] = {**rows["none, L=20"],
+                           "copy_acc": rows["none, L=20"]["copy_acc"][:39]}
+    path.write_text(json.dumps(short))
+    with pytest.raises(ValueError, match=r"row 'none, L=20''s 'copy_acc' has shape "
+                                         r"\(39, 16\) \(needs \(40, 16\)"):
+        ch.load_sweep(path)
+
+
+def _row(finals, steps=(0, 10)):
+    finals = np.asarray(finals, dtype=float)
+    curve = np.stack([np.zeros_like(finals), finals], 1)
+    row = {"eval_steps": list(steps), "copy_acc": curve.tolist()}
+    for c in ch.POSITION_CLASSES:
+        row[f"mass_{c}"] = np.full_like(curve, 1 / len(ch.POSITION_CLASSES)).tolist()
+    return row
+
+
+def test_successes_count_the_runs_above_the_level_at_the_step():
+    row = _row([0.96, 0.95, 0.2, 0.99])
+    assert ch.successes(row) == (2, 4)                   # above, not at, 0.95
+    assert ch.successes(row, level=0.5) == (3, 4)
+    assert ch.successes(row, step=0) == (0, 4)
+    with pytest.raises(ValueError, match=r"step must be one of the row's evaluation steps "
+                                         r"\[0, 10\]; got 5"):
+        ch.successes(row, step=5)
+    with pytest.raises(ValueError, match=r"^level must be"):
+        ch.successes(row, level=1.5)
+    with pytest.raises(TypeError, match=r"^row must be a sweep row"):
+        ch.successes([0.9])
+
+
+def test_compare_gives_the_counts_intervals_and_fishers_p():
+    from attn_core.metrics import fisher_exact, wilson_interval
+
+    rows = {"a": _row([0.99] * 7 + [0.1] * 3), "b": _row([0.99] * 2 + [0.1] * 8)}
+    c = ch.compare(rows, "a", "b")
+    assert (c["a"]["k"], c["b"]["k"], c["a"]["n"]) == (7, 2, 10)
+    assert c["a"]["ci"] == wilson_interval(7, 10)
+    assert c["p"] == fisher_exact(7, 10, 2, 10)
+    with pytest.raises(ValueError, match=r"^b must be a row of rows; got 'c'"):
+        ch.compare(rows, "a", "c")
+
+
+def test_the_ablation_table_prints_each_rows_count_and_fits_the_column():
+    rows = ch.load_sweep()
+    text = ch.ablation_table(rows)
+    assert max(map(len, text.splitlines())) <= 88
+    for _, names in ch.ABLATION_GROUPS:
+        for n in names:
+            k, total = ch.successes(rows[ch.row_name(n)])
+            line = next(t for t in text.splitlines() if t.strip().startswith(ch.LABELS[n]))
+            assert f"{k:>2d}/{total:<2d} [" in line, line
+    lower = ch.ablation_table(rows, level=0.5)
+    assert "38/40" in lower.splitlines()[2] and "35/40" in text.splitlines()[2]
+
+
+def test_mass_by_outcome_splits_the_runs_and_keeps_the_partition():
+    rows = ch.load_sweep()
+    m = ch.mass_by_outcome(rows["both, L=20"])
+    assert m["n"] == dict(zip(("succeeded", "failed"),
+                              (lambda k, n: (k, n - k))(*ch.successes(rows["both, L=20"]))))
+    for outcome in ("succeeded", "failed"):
+        total = sum(m[c][outcome] for c in ch.POSITION_CLASSES)
+        assert np.allclose(total, 1, atol=1e-3)
+    none = ch.mass_by_outcome(_row([0.1, 0.2]))
+    assert none["n"]["succeeded"] == 0 and none["right"]["succeeded"] is None
+
+
+def test_the_figures_draw_from_the_stored_rows_and_refuse_missing_ones():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = ch.load_sweep()
+    fig = ch.draw_ablations(rows, level=0.5)
+    counts = [t.get_text() for t in fig.axes[0].texts if t.get_text().isdigit()]
+    names = [n for _, g in ch.ABLATION_GROUPS for n in g]
+    assert counts == [str(ch.successes(rows[ch.row_name(n)], 0.5)[0]) for n in names]
+    bands = sorted((round(b.get_x(), 6), round(b.get_x() + b.get_width(), 6))
+                   for b in fig.axes[0].patches)         # the two references' intervals
+    want = sorted(tuple(round(v, 6) for v in
+                        ch.wilson_interval(*ch.successes(rows[ch.row_name(n)], 0.5)))
+                  for n in ("none", "both"))
+    assert bands == want
+    ch.draw_effect(rows)
+    ch.draw_mass(rows)
+    fig = ch.draw_runs(rows, ["none, L=20"])
+    assert len(fig.axes[0].lines) == 40 + 1
+    with pytest.raises(TypeError, match=r"^names must be a sequence of row names"):
+        ch.draw_runs(rows, "none, L=20")
+    with pytest.raises(ValueError, match=r"^rows must hold the sweep rows \['both, L=20'\]"):
+        ch.draw_mass({"none, L=20": rows["none, L=20"]})
+    plt.close("all")
+
+
+def test_write_sweep_writes_compact_json_atomically_and_refuses_no_rows(tmp_path):
+    import json
+
+    path = ch.write_sweep({"x": {"a": [1, 2]}}, tmp_path / "s.json", note="why")
+    assert json.loads(path.read_text()) == {"x": {"a": [1, 2]}, "_about": "why"}
+    assert "\n" not in path.read_text().rstrip("\n")
+    with pytest.raises(TypeError, match=r"^rows must be a non-empty dict"):
+        ch.write_sweep({}, tmp_path / "t.json")
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_check_live_refuses_what_stored_run_did_not_check():
+    with pytest.raises(TypeError, match=r"^live must be a non-empty dict"):
+        ch.check_live({})
+    with pytest.raises(ValueError, match=r"^live has a row the sweep does not: 'x'"):
+        ch.check_live({"x": object()})
+    with pytest.raises(ValueError, match=r"was not loaded by stored_run"):
+        ch.check_live({"both, L=20": object()})
+
+
+def test_first_seeds_p_tests_the_first_n_seeds_of_each_row():
+    from attn_core.metrics import fisher_exact
+
+    rows = ch.load_sweep()
+    got = ch.first_seeds_p(rows, 10)
+    for label, a, b in ch.SEED_COMPARISONS:
+        k = [int((np.array(rows[r]["copy_acc"])[:10, -1] > ch.SUCCESS_LEVEL).sum())
+             for r in (a, b)]
+        assert got[label] == fisher_exact(k[0], 10, k[1], 10)
+    whole = ch.first_seeds_p(rows, 40)
+    assert whole["no end token vs both sides"] == ch.compare(rows, "none, L=20",
+                                                             "both, L=20")["p"]
+    seen = []
+    ch.first_seeds_p(rows, 7, lambda *a: seen.append(a) or 0.5)
+    assert all(a[1] == a[3] == 7 for a in seen) and len(seen) == len(ch.SEED_COMPARISONS)
+    with pytest.raises(ValueError, match=r"^n must be"):
+        ch.first_seeds_p(rows, 41)
+    with pytest.raises(TypeError, match=r"^p_fn must be callable"):
+        ch.first_seeds_p(rows, 5, p_fn=0.05)

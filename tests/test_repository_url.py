@@ -44,7 +44,7 @@ def _cells(path: Path) -> tuple[str, str]:
 
 
 def test_every_book_notebook_agrees_with_config():
-    assert len(sync_url.book_notebooks()) == 6
+    assert len(sync_url.book_notebooks()) == 7
     changed = sync_url.sync(ROOT, check=True)
     assert not changed, (f"{[p.name for p in changed]} disagree with _config.yml's repository: "
                          f"run `python scripts/sync_repository_url.py`")

@@ -674,14 +674,19 @@ def load_sweep(path: str | Path | None = None) -> dict:
                       _SWEEP_SCRIPT)
 
 
-def _load_rows(path, package_file: Path, configs: dict, maker: str, script: str) -> dict:
+def _load_rows(path, package_file: Path, configs: dict, maker: str, script: str,
+               make_row=None, check_row=None) -> dict:
     """The rows of the stored sweep ``path`` (None: ``package_file``, the package's own copy,
     which must match the manifest) for ``configs`` (condition name -> the configuration its
     row must record; ``maker`` names the function that made them), each present, of that
     configuration and complete; ValueError naming the file and ``script`` otherwise. With
-    ``ATTN_STORED=off`` and no ``path``, every condition is trained now (cached) instead."""
+    ``ATTN_STORED=off`` and no ``path``, every condition is trained now (cached) instead.
+    ``make_row(cfg, history)`` and ``check_row(path, name, row, cfg, script)``: another
+    chapter's row and its check (default: this chapter's :func:`sweep_row`)."""
+    make_row = sweep_row if make_row is None else make_row
+    check_row = _check_row if check_row is None else check_row
     if path is None and env_stored() == "off":
-        return {name: sweep_row(cfg, cfg.run()) for name, cfg in configs.items()}
+        return {name: make_row(cfg, cfg.run()) for name, cfg in configs.items()}
     path = package_file if path is None else Path(path)
     if path.resolve() == package_file.resolve():
         verify_file(path)
@@ -699,7 +704,7 @@ def _load_rows(path, package_file: Path, configs: dict, maker: str, script: str)
             raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
                              f"another configuration than {maker}({name!r}); run "
                              f"{script} to recompute it")
-        _check_row(path, name, rows[name], cfg, script)
+        check_row(path, name, rows[name], cfg, script)
     return rows
 
 

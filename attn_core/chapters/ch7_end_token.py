@@ -14,19 +14,32 @@ goes, by position class, at every evaluation.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import torch
 
-from ..checks import check_choice, check_int, check_seeds
+from ..checks import check_choice, check_int, check_real, check_seeds
+from ..config import Preset, env_stored, first_seeds
 from ..data import CopyTask, EndToken
+from ..metrics import fisher_exact, wilson_interval
 from ..models import forward_masks
-from ..config import Preset, first_seeds
-from .ch4_copy import COPY_BASE, CopyConfig, control, copy_probe
+from ..stored import CheckReport, atomic_write, config_record
+from ..training import _eval_schedule
+from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
+from .ch6_transformer import _load_rows
 
 __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSITION_CLASSES",
-           "condition_config", "end_probe"]
+           "condition_config", "end_probe", "push_probe", "PUSHES", "SUCCESS_LEVEL",
+           "SWEEP_ROWS", "SWEEP_STEPS", "SWEEP_FILE", "row_name", "sweep_config",
+           "sweep_row", "load_sweep", "write_sweep", "LIVE_ROWS", "live_config",
+           "stored_configs", "check_live", "successes", "compare", "ABLATION_GROUPS",
+           "LABELS", "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass",
+           "draw_runs", "ablation_table", "SEED_COMPARISONS", "first_seeds_p",
+           "draw_seeds"]
 
 
 @dataclass(frozen=True)
@@ -261,3 +274,444 @@ def push_probe(task: CopyTask):
         return {k: v.detach() for k, v in result.items()}
 
     return probe
+
+
+# ----------------------------------------------------------------- the stored sweep
+#: Steps by length: chapter 4's fast 300 at L = 10 and 20; 600 at L = 40 (at 300 the
+#: permutation runs of L = 40 have barely left the guessing level either way).
+SWEEP_STEPS = {10: 300, 20: 300, 40: 600}
+
+
+def row_name(name: str, length: int = 20, task: str = "permutation") -> str:
+    """The sweep row of condition ``name`` at ``length`` on ``task``: e.g. "both, L=20",
+    "none, L=10, control"."""
+    name = check_choice("name", name, tuple(CONDITIONS))
+    length = check_int("length", length, 2)
+    task = check_choice("task", task, ("permutation", "control"))
+    return f"{name}, L={length}" + (", control" if task == "control" else "")
+
+
+#: Every row of the stored sweep: row name -> (condition, length, task). Item 1 of issue
+#: #36 first (no end token against both sides, on permutations and the control, at each of
+#: :data:`LENGTHS`), then every other condition on permutations at L = 20; 40 seeds each.
+SWEEP_ROWS = {row_name(n, L, t): (n, L, t) for L in LENGTHS
+              for t in ("permutation", "control") for n in ("none", "both")}
+SWEEP_ROWS.update({row_name(n): (n, 20, "permutation") for n in CONDITIONS
+                   if n not in ("none", "both")})
+#: Where the stored sweep lives (written by ``benchmarks/ch7_end_token/sweep.py``).
+SWEEP_FILE = Path(__file__).with_name("data") / "ch7_sweep.json"
+_SWEEP_SCRIPT = "python benchmarks/ch7_end_token/sweep.py"
+#: What a sweep row keeps of every evaluation (History metrics, then probes).
+ROW_METRICS = ("token_acc", "attn_acc")
+ROW_PROBES = ("copy_acc", "end_step_on_end", *(f"mass_{c}" for c in POSITION_CLASSES))
+
+
+def sweep_config(row: str, seeds: Sequence[int] | None = None,
+                 base: EndTokenConfig | None = None) -> EndTokenConfig:
+    """The configuration of sweep row ``row`` (a key of :data:`SWEEP_ROWS`): its condition
+    at its length and task, :data:`SWEEP_STEPS` steps, on ``base`` (default
+    ``END_BASE.fast``), with :data:`SEEDS` or ``seeds``."""
+    row = check_choice("row", row, tuple(SWEEP_ROWS))
+    name, length, task = SWEEP_ROWS[row]
+    base = END_BASE.fast if base is None else base
+    if not isinstance(base, EndTokenConfig):
+        raise TypeError(f"base must be an EndTokenConfig; got {type(base).__name__}")
+    steps = SWEEP_STEPS[length] if base.steps == END_BASE.fast.steps else base.steps
+    return condition_config(name, length, task, seeds, replace(base, steps=steps))
+
+
+def sweep_row(cfg: EndTokenConfig, h) -> dict:
+    """A stored sweep row from the History ``h`` of ``cfg``: its configuration, seeds,
+    evaluation steps and every evaluation's :data:`ROW_METRICS` and :data:`ROW_PROBES`
+    (each (seeds, evaluations), rounded to 4 decimals)."""
+    r = {"config": config_record(cfg), "seeds": list(cfg.seeds),
+         "eval_steps": np.asarray(h.eval_steps).tolist()}
+    for k in ROW_METRICS:
+        r[k] = np.round(np.asarray(h.metrics[k], dtype=float), 4).tolist()
+    for k in ROW_PROBES:
+        r[k] = np.round(np.asarray(h.probes[k], dtype=float), 4).tolist()
+    return r
+
+
+def _check_row(path, name: str, row, cfg: EndTokenConfig, script: str = _SWEEP_SCRIPT):
+    steps = _eval_schedule(cfg.steps, cfg.eval_every)
+    fix = f"run {script} --force"
+    if not isinstance(row, dict) or row.get("eval_steps") != steps:
+        raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
+                         f"steps its configuration evaluates at ({steps}): {fix}")
+    if row.get("seeds") != list(cfg.seeds):
+        raise ValueError(f"the stored sweep {path}: row {name!r} does not hold the seeds "
+                         f"of its configuration: {fix}")
+    shape = (len(cfg.seeds), len(steps))
+    for k in ROW_METRICS + ROW_PROBES:
+        try:
+            a = np.asarray(row[k], dtype=float)
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"the stored sweep {path}: row {name!r} has no numeric {k!r}: "
+                             f"{fix}") from None
+        if a.shape != shape or not np.isfinite(a).all():
+            raise ValueError(f"the stored sweep {path}: row {name!r}'s {k!r} has shape "
+                             f"{a.shape} (needs {shape}, finite): {fix}")
+
+
+def load_sweep(path: str | Path | None = None) -> dict:
+    """The stored sweep: row name (:data:`SWEEP_ROWS`) -> its row (:func:`sweep_row`). The
+    package's own file must match the stored results' manifest; every row must be present,
+    complete and computed with :func:`sweep_config` (ValueError naming the file otherwise).
+    With ``ATTN_STORED=off`` (and no ``path``) every row is trained now: 23 x 40 runs,
+    about half an hour on two cores (cached)."""
+    return _load_rows(path, SWEEP_FILE, {r: sweep_config(r) for r in SWEEP_ROWS},
+                      "sweep_config", _SWEEP_SCRIPT, sweep_row, _check_row)
+
+
+def write_sweep(rows: dict, path: str | Path = SWEEP_FILE, note: str = "") -> Path:
+    """Write ``rows`` (row name -> :func:`sweep_row`) as the stored sweep, compact JSON,
+    atomically; ``note`` is kept under "_about"."""
+    if not isinstance(rows, dict) or not rows:
+        raise TypeError(f"rows must be a non-empty dict of sweep rows; got "
+                        f"{type(rows).__name__}")
+    data = dict(rows)
+    if note:
+        data["_about"] = str(note)
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    atomic_write(Path(path), lambda f: f.write(text), binary=False)
+    return Path(path)
+
+
+#: The rows whose first seed the chapter trains again now (stored whole,
+#: ``scripts/store_results.py``, and checked against that record).
+LIVE_ROWS = ("both, L=20", "none, L=20")
+
+
+def live_config(row: str, n: int = 1, base: EndTokenConfig | None = None) -> EndTokenConfig:
+    """The first ``n`` seeds of sweep row ``row``: what the chapter trains again now."""
+    return sweep_config(row, seeds=range(check_int("n", n, 1)), base=base)
+
+
+def stored_configs() -> list[EndTokenConfig]:
+    """The runs chapter 7 loads from :mod:`attn_core.stored`: each live row's first seed."""
+    return [live_config(r) for r in LIVE_ROWS]
+
+
+def check_live(live: dict) -> CheckReport | None:
+    """The worst live check of ``live`` (row name -> the History that
+    :func:`attn_core.stored.stored_run` returned for :func:`live_config`), with
+    ``confirmed`` whether every one was confirmed on this machine; None under
+    ``ATTN_STORED=off``."""
+    if not isinstance(live, dict) or not live:
+        raise TypeError(f"live must be a non-empty dict (row -> History of stored_run); got "
+                        f"{type(live).__name__}")
+    if env_stored() == "off":
+        return None
+    reports = []
+    for name, h in live.items():
+        if name not in SWEEP_ROWS:
+            raise ValueError(f"live has a row the sweep does not: {name!r}")
+        if getattr(h, "check", None) is None:
+            raise ValueError(f"live[{name!r}] was not loaded by stored_run (fast mode), so "
+                             f"it was not checked against a stored record")
+        reports.append(h.check)
+    worst = max(reports, key=lambda r: r.ratio)
+    worst.confirmed = all(getattr(h, "confirmed", False) for h in live.values())
+    return worst
+
+
+# ------------------------------------------------------------------------ the counts
+def successes(row: dict, level: float = SUCCESS_LEVEL, step: int | None = None,
+              key: str = "copy_acc") -> tuple[int, int]:
+    """(successes, runs) of a sweep row: the seeds whose ``key`` (default: accuracy on the
+    copied words, the end step left out) is above ``level`` at evaluation step ``step``
+    (default: the last)."""
+    if not isinstance(row, dict) or key not in row or "eval_steps" not in row:
+        raise TypeError(f"row must be a sweep row (a dict with eval_steps and {key!r})")
+    level = check_real("level", level, 0.0, 1.0)
+    steps = list(row["eval_steps"])
+    if step is None:
+        j = len(steps) - 1
+    else:
+        step = check_int("step", step, 0)
+        if step not in steps:
+            raise ValueError(f"step must be one of the row's evaluation steps {steps}; got "
+                             f"{step}")
+        j = steps.index(step)
+    values = np.asarray(row[key], dtype=float)[:, j]
+    return int((values > level).sum()), int(values.size)
+
+
+def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL) -> dict:
+    """Row ``a`` against row ``b`` of ``rows``: each one's successes ``k``/``n``, rate and
+    95 % Wilson interval, and Fisher's exact two-sided ``p`` of the difference."""
+    for name, label in ((a, "a"), (b, "b")):
+        if name not in rows:
+            raise ValueError(f"{label} must be a row of rows; got {name!r}")
+    out = {}
+    for name, label in ((a, "a"), (b, "b")):
+        k, n = successes(rows[name], level)
+        lo, hi = wilson_interval(k, n)
+        out[label] = {"row": name, "k": k, "n": n, "rate": k / n, "ci": (lo, hi)}
+    out["p"] = fisher_exact(out["a"]["k"], out["a"]["n"], out["b"]["k"], out["b"]["n"])
+    return out
+
+
+# --------------------------------------------------------------------------- figures
+#: The ablations at L = 20, grouped by the question each answers (:func:`draw_ablations`).
+ABLATION_GROUPS = (
+    ("the reference", ("none", "both")),
+    ("where the token is", ("source", "target", "start")),
+    ("what attention may see", ("masked", "source, masked", "start, masked")),
+    ("what the end step trains", ("no end loss", "no end gradient",
+                                  "no end state gradient")),
+    ("lengths that vary", ("varying, none", "varying")),
+)
+#: How the figures and tables name each condition.
+LABELS = {
+    "none": "no end token",
+    "both": "end token, both sides",
+    "source": "source only",
+    "target": "target only",
+    "start": "start token instead",
+    "masked": "both, masked from attention",
+    "source, masked": "source only, masked",
+    "start, masked": "start token, masked",
+    "no end loss": "both, end step's loss removed",
+    "no end gradient": "both, end step: scores get no grad.",
+    "no end state gradient": "both, end step: output layers only",
+    "varying": "lengths 10-20, end token",
+    "varying, none": "lengths 10-20, no end token",
+}
+
+
+def _rate(row: dict, level: float = SUCCESS_LEVEL) -> tuple[float, float, float, int, int]:
+    k, n = successes(row, level)
+    lo, hi = wilson_interval(k, n)
+    return k / n, lo, hi, k, n
+
+
+def _check_rows(rows, needed) -> None:
+    if not isinstance(rows, dict):
+        raise TypeError(f"rows must be the stored sweep (a dict of rows); got "
+                        f"{type(rows).__name__}")
+    missing = [r for r in needed if r not in rows]
+    if missing:
+        raise ValueError(f"rows must hold the sweep rows {missing}")
+
+
+def draw_effect(rows: dict):
+    """The end token's effect by length: the success rate of 40 runs (95 % Wilson
+    intervals) without an end token and with it on both sides, on permutations and on the
+    control, at each of :data:`LENGTHS`."""
+    import matplotlib.pyplot as plt
+
+    names = [row_name(n, L, t) for L in LENGTHS for t in ("permutation", "control")
+             for n in ("none", "both")]
+    _check_rows(rows, names)
+    fig, ax = plt.subplots(figsize=(4.6, 4.0), layout="constrained")
+    x = np.arange(len(LENGTHS))
+    styles = {("none", "permutation"): ("C0", "o", -0.09, "permutations, no end token"),
+              ("both", "permutation"): ("C3", "s", 0.09, "permutations, end token"),
+              ("none", "control"): ("0.55", "o", -0.03, "control, no end token"),
+              ("both", "control"): ("0.25", "s", 0.03, "control, end token")}
+    for (name, task), (color, marker, dx, label) in styles.items():
+        r = np.array([_rate(rows[row_name(name, L, task)])[:3] for L in LENGTHS])
+        ax.errorbar(x + dx, r[:, 0], yerr=[r[:, 0] - r[:, 1], r[:, 2] - r[:, 0]],
+                    color=color, marker=marker, ms=6, capsize=3, lw=1.3,
+                    ls="-" if task == "permutation" else ":", label=label)
+    ax.set(xticks=x, xticklabels=[f"L = {L}\n({SWEEP_STEPS[L]} steps)" for L in LENGTHS],
+           ylabel="runs that copy (of 40)", ylim=(-0.03, 1.05))
+    ax.yaxis.set_major_formatter(lambda v, _: f"{round(v * 40):d}")
+    fig.legend(loc="outside lower center", ncols=2, fontsize=9)
+    return fig
+
+
+def draw_ablations(rows: dict, level: float = SUCCESS_LEVEL):
+    """Every ablation at L = 20: its success rate of 40 runs (copy accuracy above
+    ``level`` at step 300) with its 95 % Wilson interval, grouped by the question it
+    answers (:data:`ABLATION_GROUPS`); the bands are the two references, no end token
+    (blue) and the end token on both sides (red)."""
+    import matplotlib.pyplot as plt
+
+    level = check_real("level", level, 0.0, 1.0)
+    _check_rows(rows, [row_name(n) for _, g in ABLATION_GROUPS for n in g])
+    entries, ys, y = [], [], 0.0
+    group_y = []
+    for title, names in ABLATION_GROUPS:
+        group_y.append((y, title))
+        y += 0.9
+        for n in names:
+            entries.append(n)
+            ys.append(y)
+            y += 1
+        y += 0.3
+    fig, ax = plt.subplots(figsize=(4.6, 6.2), layout="constrained")
+    for ref, color in (("none", "C0"), ("both", "C3")):
+        _, lo, hi, _, _ = _rate(rows[row_name(ref)], level)
+        ax.axvspan(lo, hi, color=color, alpha=0.12, lw=0)
+    for n, yy in zip(entries, ys):
+        r, lo, hi, k, total = _rate(rows[row_name(n)], level)
+        color = "C0" if n == "none" else "C3" if n == "both" else "k"
+        ax.errorbar(r, yy, xerr=[[r - lo], [hi - r]], fmt="o", color=color, ms=5,
+                    capsize=3)
+        ax.text(1.04, yy, f"{k}", va="center", ha="left", fontsize=9)
+    for yy, title in group_y:
+        ax.text(-0.02, yy + 0.15, title, fontsize=9, fontstyle="italic", va="center",
+                ha="left", color="0.35")
+    ax.set_yticks(ys, [LABELS[n] for n in entries], fontsize=9)
+    ax.set(xlim=(-0.03, 1.12), ylim=(y - 0.2, -0.4),
+           xlabel=f"runs above {level:g} copy accuracy (rate, 95% CI); count of 40")
+    ax.grid(axis="y", visible=False)
+    return fig
+
+
+def mass_by_outcome(row: dict, level: float = SUCCESS_LEVEL) -> dict:
+    """Where the copied words' attention goes, for the runs of ``row`` that succeed and for
+    those that fail: class (:data:`POSITION_CLASSES`) -> {"succeeded": (evals,) mean mass,
+    "failed": ...} (None for an outcome no run had), and "n": the two counts."""
+    if not isinstance(row, dict) or "copy_acc" not in row:
+        raise TypeError("row must be a sweep row")
+    ok = np.asarray(row["copy_acc"], dtype=float)[:, -1] > check_real("level", level, 0, 1)
+    out = {"n": {"succeeded": int(ok.sum()), "failed": int((~ok).sum())}}
+    for c in POSITION_CLASSES:
+        m = np.asarray(row[f"mass_{c}"], dtype=float)
+        out[c] = {"succeeded": m[ok].mean(0) if ok.any() else None,
+                  "failed": m[~ok].mean(0) if (~ok).any() else None}
+    return out
+
+
+def draw_mass(rows: dict, row: str = "both, L=20"):
+    """Where the copied words' attention goes over training in sweep row ``row``: the mean
+    mass on each class of source positions (:data:`POSITION_CLASSES`), stacked, for the
+    runs that succeed (top) and those that fail (bottom)."""
+    import matplotlib.pyplot as plt
+
+    _check_rows(rows, [row])
+    m = mass_by_outcome(rows[row])
+    steps = rows[row]["eval_steps"]
+    colors = {"right": "C2", "neighbours": "#9ed39a", "last word": "C1", "end": "#7b3294",
+              "start": "C0", "other": "0.82"}
+    fig, axes = plt.subplots(2, 1, figsize=(4.6, 5.6), sharex=True, sharey=True,
+                             layout="constrained")
+    for ax, outcome in zip(axes, ("succeeded", "failed")):
+        classes = [c for c in POSITION_CLASSES if m[c][outcome] is not None
+                   and np.asarray(m[c][outcome]).max() > 0]
+        if classes:
+            ax.stackplot(steps, *[m[c][outcome] for c in classes],
+                         colors=[colors[c] for c in classes], labels=classes)
+        verb = "copy" if outcome == "succeeded" else "fail"
+        ax.set(title=f"the {m['n'][outcome]} runs that {verb}", ylabel="attention mass",
+               ylim=(0, 1))
+    axes[-1].set_xlabel("step")
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=9)
+    return fig
+
+
+def draw_runs(rows: dict, names: Sequence[str], live: dict | None = None,
+              key: str = "copy_acc"):
+    """Every stored run of each sweep row in ``names`` (one panel each, stacked): ``key``
+    (default: accuracy on the copied words) over training, a thin line per seed; the
+    seeds trained now (``live``: row -> History) dashed over them where they were
+    evaluated at the same steps; the success level dotted."""
+    import matplotlib.pyplot as plt
+
+    if isinstance(names, str):
+        raise TypeError("names must be a sequence of row names, not one string")
+    names = list(names)
+    _check_rows(rows, names)
+    live = {} if live is None else live
+    fig, axes = plt.subplots(len(names), 1, figsize=(4.6, 2.6 * len(names) + 0.8),
+                             sharex=True, sharey=True, layout="constrained", squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        row = rows[name]
+        k, n = successes(row)
+        for i, acc in enumerate(np.asarray(row[key], dtype=float)):
+            ax.plot(row["eval_steps"], acc, color="#c0392b" if acc[-1] <= SUCCESS_LEVEL
+                    else "C0", alpha=0.35, lw=1,
+                    label=None if i else "a stored run (blue: copies, red: fails)")
+        h = live.get(name)
+        if h is not None and list(h.eval_steps) == list(row["eval_steps"]):
+            now = h.probes[key] if key in h.probes else h.metrics[key]
+            for acc in np.asarray(now):
+                ax.plot(h.eval_steps, acc, color="k", lw=1.2, ls="--",
+                        label="seed 0 trained now")
+        ax.axhline(SUCCESS_LEVEL, color="grey", ls=":", lw=1.2, label="success, 0.95")
+        cond, length, task = SWEEP_ROWS[name]
+        ax.set(title=f"{LABELS[cond]}, L = {length}" + (", control" if task == "control"
+                                                       else "") + f": {k} of {n} copy",
+               ylabel="copy accuracy", ylim=(0, 1.02))
+    axes[-1, 0].set_xlabel("step")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    once = dict(zip(labels, handles))
+    fig.legend(once.values(), once.keys(), loc="outside lower center", ncols=2, fontsize=9)
+    return fig
+
+
+def ablation_table(rows: dict, level: float = SUCCESS_LEVEL) -> str:
+    """The ablations at L = 20 as text: each condition's successes of 40 (above ``level``),
+    95 % Wilson interval, and Fisher's exact p against its two references: no end token and
+    the end token on both sides (for the varying lengths, the varying lengths without and
+    with the end token)."""
+    _check_rows(rows, [row_name(n) for _, g in ABLATION_GROUPS for n in g])
+    lines = [f"{'':38s}{'copy':>5s}  {'95% CI':12s}{'p vs none':>10s}{'p vs both':>10s}"]
+    for title, names in ABLATION_GROUPS:
+        refs = ("varying, none", "varying") if title == "lengths that vary" else \
+            ("none", "both")
+        lines.append(f"{title}:")
+        for n in names:
+            c_none = compare(rows, row_name(n), row_name(refs[0]), level)
+            c_both = compare(rows, row_name(n), row_name(refs[1]), level)
+            k, total = c_none["a"]["k"], c_none["a"]["n"]
+            lo, hi = c_none["a"]["ci"]
+            p1 = "" if n == refs[0] else f"{c_none['p']:.2g}"
+            p2 = "" if n == refs[1] else f"{c_both['p']:.2g}"
+            lines.append(f"  {LABELS[n]:36s}{k:>2d}/{total:<2d} [{lo:.2f}, {hi:.2f}]"
+                         f"{p1:>10s}{p2:>10s}")
+    return "\n".join(lines)
+
+
+#: The comparisons :func:`draw_seeds` tests on the first seeds: (label, row a, row b).
+SEED_COMPARISONS = (
+    ("no end token vs both sides", "none, L=20", "both, L=20"),
+    ("source only vs target only", "source, L=20", "target, L=20"),
+    ("no end token vs masked", "none, L=20", "masked, L=20"),
+    ("loss removed vs both sides", "no end loss, L=20", "both, L=20"),
+    ("varying: none vs end token", "varying, none, L=20", "varying, L=20"),
+)
+
+
+def first_seeds_p(rows: dict, n: int, p_fn=fisher_exact) -> dict:
+    """Each of :data:`SEED_COMPARISONS` on the first ``n`` seeds of its two rows only:
+    label -> ``p_fn(k_a, n, k_b, n)`` (default Fisher's exact two-sided test)."""
+    n = check_int("n", n, 1, len(SEEDS))
+    if not callable(p_fn):
+        raise TypeError(f"p_fn must be callable (k1, n1, k2, n2) -> p; got "
+                        f"{type(p_fn).__name__}")
+    _check_rows(rows, [r for _, a, b in SEED_COMPARISONS for r in (a, b)])
+    out = {}
+    for label, a, b in SEED_COMPARISONS:
+        k = [int((np.asarray(rows[r]["copy_acc"], dtype=float)[:n, -1]
+                  > SUCCESS_LEVEL).sum()) for r in (a, b)]
+        out[label] = float(p_fn(k[0], n, k[1], n))
+    return out
+
+
+def draw_seeds(rows: dict, n: int, p_fn=fisher_exact):
+    """The p of each of :data:`SEED_COMPARISONS` had the chapter trained only the first
+    ``n`` seeds of every condition (:func:`first_seeds_p`), as bars on a log scale against
+    the 0.05 and 0.001 levels."""
+    import matplotlib.pyplot as plt
+
+    ps = first_seeds_p(rows, n, p_fn)
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
+    labels = list(ps)
+    y = np.arange(len(labels))
+    vals = np.clip([ps[k] for k in labels], 1e-12, 1)
+    ax.barh(y, -np.log10(vals), color=["C0" if p <= 0.05 else "0.7" for p in vals])
+    for level, style in ((0.05, "--"), (0.001, ":")):
+        ax.axvline(-np.log10(level), color="k", ls=style, lw=1, label=f"p = {level:g}")
+    ax.set_yticks(y, labels, fontsize=9)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 12), xlabel="−log₁₀ p (Fisher, two-sided)",
+           title=f"the first {n} seeds of each condition")
+    ax.legend(loc="lower right", fontsize=9)
+    ax.grid(axis="y", visible=False)
+    return fig

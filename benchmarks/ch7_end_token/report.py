@@ -1,4 +1,5 @@
-"""Chapter 7's fast sweep, read back from ``sweep.json`` (written by ``sweep.py``): each
+"""Chapter 7's fast sweep, read back from the package's stored sweep
+(``attn_core/chapters/data/ch7_sweep.json``, written by ``sweep.py``): each
 condition's successes of 40 (copy accuracy above 0.95 at the last evaluation) with the 95 %
 Wilson interval, Fisher's exact test against the end token on both sides and against no end
 token at the same length and task, and where the attention of successful and failed runs
@@ -9,16 +10,11 @@ goes at the end (mean mass by position class).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 
 from attn_core.chapters.ch4_copy import SUCCESS_LEVEL
-from attn_core.chapters.ch7_end_token import POSITION_CLASSES
+from attn_core.chapters.ch7_end_token import POSITION_CLASSES, load_sweep
 from attn_core.metrics import fisher_exact, wilson_interval
-
-HERE = Path(__file__).resolve().parent
 
 
 def successes(row) -> np.ndarray:
@@ -26,7 +22,7 @@ def successes(row) -> np.ndarray:
 
 
 def main() -> None:
-    rows = json.loads((HERE / "sweep.json").read_text())["rows"]
+    rows = {k: v for k, v in load_sweep().items() if not k.startswith("_")}
     print(f"{'condition':28s} {'succeed':>8s} {'95% CI':>13s} {'p vs both':>10s} "
           f"{'p vs none':>10s}")
     for key, row in rows.items():

@@ -13,11 +13,13 @@ the same trajectories: evaluation does not touch the training stream), evaluated
 steps with ``ch7_end_token.push_probe`` too -- where each group of decoder steps' loss pushes
 the attention scores -- into ``mechanism.json``.
 
-Writes ``sweep.json`` beside this file after every condition (atomically): for each
-condition its configuration, seeds, evaluation steps and every evaluation's token accuracy,
-copy accuracy (the copied words only), attention accuracy, β alignment and attention mass by
-position class (4 decimals). Resumable: every finished group of seeds is in the results
-cache (``ATTN_CACHE``), so a run started again trains only what is missing.
+Writes the chapter's stored sweep (``ch7_end_token.SWEEP_FILE``, the rows of
+``ch7_end_token.SWEEP_ROWS`` made by ``sweep_row``: configuration, seeds, evaluation steps and
+every evaluation's token accuracy, copy accuracy (the copied words only), attention accuracy
+and attention mass by position class, 4 decimals) after every row (atomically), then the
+stored results' manifest. A row already there with its configuration is kept unless
+``--force``. Resumable: every finished group of seeds is in the results cache
+(``ATTN_CACHE``), so a run started again trains only what is missing.
 """
 
 from __future__ import annotations
@@ -31,52 +33,31 @@ from pathlib import Path
 import numpy as np
 
 from attn_core.chapters import ch7_end_token as ch
-from attn_core.chapters.ch4_copy import SUCCESS_LEVEL
 from attn_core.config import env_max_steps, get_mode
-from attn_core.stored import _write_json, config_record, platform
+from attn_core.stored import _write_json, config_record, platform, write_manifest
 
-OUT = Path(__file__).resolve().parent / "sweep.json"
-MECHANISM = OUT.with_name("mechanism.json")
+MECHANISM = Path(__file__).resolve().parent / "mechanism.json"
 #: The mechanism runs: their conditions (L = 20, permutations), steps and evaluations.
 MECHANISM_PLAN = ("none", "both", "source", "target", "masked", "no end gradient", "start",
                   "varying")
 MECHANISM_STEPS, MECHANISM_EVERY = 60, 5
-#: (condition, length, task) of every row, item 1 first.
-PLAN = ([(name, L, task) for L in ch.LENGTHS for task in ("permutation", "control")
-         for name in ("none", "both")]
-        + [(name, 20, "permutation") for name in ch.CONDITIONS if name not in ("none", "both")])
-#: Steps by length (chapter 4's fast 300 at L = 10 and 20).
-STEPS = {10: 300, 20: 300, 40: 600}
-_METRICS = ("token_acc", "attn_acc")
-_PROBES = ("copy_acc", "beta_align_acc", "end_step_on_end",
-           *(f"mass_{c}" for c in ch.POSITION_CLASSES))
-
-
-def row_name(name: str, length: int, task: str) -> str:
-    return f"{name}, L={length}" + (", control" if task == "control" else "")
-
-
-def config(name: str, length: int, task: str) -> ch.EndTokenConfig:
-    return replace(ch.condition_config(name, length, task), steps=STEPS[length])
 
 
 def row(cfg, h, seconds: float) -> dict:
-    r = {"config": config_record(cfg), "seeds": list(cfg.seeds),
-         "eval_steps": h.eval_steps.tolist(), "seconds": round(seconds, 1)}
-    for k in _METRICS:
-        r[k] = np.round(h.metrics[k].astype(float), 4).tolist()
-    for k in _PROBES:
-        r[k] = np.round(h.probes[k].astype(float), 4).tolist()
+    """A mechanism row: the sweep row, β alignment and the run's time."""
+    r = ch.sweep_row(cfg, h)
+    r["beta_align_acc"] = np.round(h.probes["beta_align_acc"].astype(float), 4).tolist()
+    r["seconds"] = round(seconds, 1)
     return r
 
 
 def mechanism(only: str) -> None:
     out = json.loads(MECHANISM.read_text()) if MECHANISM.exists() else {"rows": {}}
     for name in MECHANISM_PLAN:
-        key = row_name(name, 20, "permutation")
+        key = ch.row_name(name)
         if only not in key:
             continue
-        cfg = replace(config(name, 20, "permutation"), steps=MECHANISM_STEPS,
+        cfg = replace(ch.sweep_config(key), steps=MECHANISM_STEPS,
                       eval_every=MECHANISM_EVERY, push=True)
         t = time.time()
         h = cfg.run()
@@ -92,6 +73,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="run only the rows whose name contains this")
     ap.add_argument("--mechanism", action="store_true", help="the first 60 steps, probed")
+    ap.add_argument("--force", action="store_true", help="train every row again")
     args = ap.parse_args()
     if get_mode() != "fast":
         raise SystemExit("set ATTN_MODE=fast: this is the fast-mode sweep")
@@ -99,24 +81,23 @@ def main() -> None:
         raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
     if args.mechanism:
         return mechanism(args.only)
-    out = json.loads(OUT.read_text()) if OUT.exists() else {}
-    out["machine"] = f"{platform()['cpu']}"
-    out.setdefault("rows", {})
-    for name, L, task in PLAN:
-        key = row_name(name, L, task)
+    out = json.loads(ch.SWEEP_FILE.read_text()) if ch.SWEEP_FILE.exists() else {}
+    note = out.pop("_about", "")
+    for key in ch.SWEEP_ROWS:
         if args.only not in key:
             continue
-        cfg = config(name, L, task)
+        cfg = ch.sweep_config(key)
+        if not args.force and out.get(key, {}).get("config") == config_record(cfg):
+            continue
         t = time.time()
         h = cfg.run()
-        before = out["rows"].get(key, {})
-        seconds = before.get("seconds", 0.0) if h.cached else time.time() - t
-        out["rows"][key] = row(cfg, h, seconds)
-        _write_json(OUT, out)
-        ok = (h.probes["copy_acc"][:, -1] > SUCCESS_LEVEL).sum()
-        print(f"[ch7 sweep] {key}: {ok}/{len(cfg.seeds)} copy accuracy above "
-              f"{SUCCESS_LEVEL} ({seconds:.0f} s)")
-
+        out[key] = ch.sweep_row(cfg, h)
+        ch.write_sweep(out, note=note or f"Trained by {Path(__file__).name} on "
+                       f"{time.strftime('%Y-%m-%d')} ({platform()['cpu']}).")
+        k, n = ch.successes(out[key])
+        print(f"[ch7 sweep] {key}: {k}/{n} copy accuracy above {ch.SUCCESS_LEVEL} "
+              f"({time.time() - t:.0f} s)")
+    write_manifest()
 
 if __name__ == "__main__":
     main()
