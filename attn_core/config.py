@@ -124,7 +124,7 @@ STORED_MODES = ("check", "strict", "off")
 
 
 def env_stored() -> str:
-    """``ATTN_STORED``: how chapters 4-6 use their stored runs (:mod:`attn_core.stored`).
+    """``ATTN_STORED``: how chapters 4-7 use their stored runs (:mod:`attn_core.stored`).
 
     - ``check`` (default, a reader's session): the stored runs are loaded and their first
       members re-trained now; if those do not reproduce the stored records within the spread

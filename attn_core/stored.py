@@ -580,7 +580,7 @@ def step_cap(upto: int | None):
 
 def main(argv=None) -> int:
     """``python -m attn_core.stored [--upto N] [--json PATH]``: train every live check of
-    chapters 4-6 now on this platform, print one line each, exit 1 if one fails."""
+    chapters 4-7 now on this platform, print one line each, exit 1 if one fails."""
     ap = argparse.ArgumentParser(prog="python -m attn_core.stored", description=main.__doc__)
     ap.add_argument("--upto", type=int, default=None, help="train only the first N steps")
     ap.add_argument("--json", default=None, help="write the results here as JSON")

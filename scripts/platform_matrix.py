@@ -1,4 +1,4 @@
-"""The stored results' platform matrix: every live check of chapters 4-6 on every platform a
+"""The stored results' platform matrix: every live check of chapters 4-7 on every platform a
 correct install can give this machine, and changed models that each must fail the check.
 
     python scripts/platform_matrix.py                 # every platform, the first 40 steps

@@ -1,5 +1,5 @@
 """The readers' stacks, rehearsed: fresh environments for other Pythons with the newest torch,
-the book installed the Colab way, then the live checks of chapters 4-6 and the Colab rehearsal
+the book installed the Colab way, then the live checks of chapters 4-7 and the Colab rehearsal
 of one chapter in each.
 
     python scripts/portability_check.py                         # Python 3.10, 3.12 and 3.13
@@ -23,7 +23,7 @@ torch's CUDA wheels, a few GB for each Python. Per Python version:
    ``ATTN_INSTALL_URL=git+file://<checkout>@<HEAD commit>`` -- a ``pip install`` of the
    committed HEAD that must leave torch alone (checked; an earlier run's ``attn_core`` is
    uninstalled first). Uncommitted changes are not part of the check.
-3. The live checks of chapters 4-6: ``python -m attn_core.stored --json OUT`` (with ``--steps
+3. The live checks of chapters 4-7: ``python -m attn_core.stored --json OUT`` (with ``--steps
    N``: ``--steps N`` or ``--upto N``, whichever the installed command takes) in that
    environment, from a temporary folder outside the repository, with ``ATTN_MODE=fast
    ATTN_WORKERS=1 ATTN_THREADS=1`` and an empty results cache. ``--check-command`` replaces the
@@ -356,7 +356,7 @@ def _steps_option(python: Path, work: Path) -> str:
 
 
 def live_checks(python: Path, work: Path, args, label: str) -> dict:
-    """The live checks of chapters 4-6 (or ``--check-command``) in the environment."""
+    """The live checks of chapters 4-7 (or ``--check-command``) in the environment."""
     out = work / "live-checks.json"
     env = clean_env(python, ATTN_MODE="fast", ATTN_WORKERS="1", ATTN_THREADS="1",
                     ATTN_CACHE=str(work / "cache"), ATTN_CHECK_JSON=str(out))

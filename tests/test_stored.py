@@ -289,9 +289,11 @@ def test_first_members_keep_each_members_seeds():
 
 
 def test_every_run_the_chapters_load_stored_is_stored_whole_with_its_envelope():
+    from attn_core.chapters import ch7_end_token as ch7
+
     configs = (ch4_copy.stored_configs() + ch5_multihead.stored_configs()
-               + ch6.stored_configs())
-    assert len(stored.live_checks()) == len(configs) == 18
+               + ch6.stored_configs() + ch7.stored_configs())
+    assert len(stored.live_checks()) == len(configs) == 20
     for cfg in configs:
         path = stored.verify_file(stored.stored_path(cfg))
         h, info = _read_entry(path)
