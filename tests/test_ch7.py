@@ -342,7 +342,7 @@ def test_first_seeds_p_tests_the_first_n_seeds_of_each_row():
              for r in (a, b)]
         assert got[label] == fisher_exact(k[0], 10, k[1], 10)
     whole = ch.first_seeds_p(rows, 40)
-    assert whole["no end token vs both sides"] == ch.compare(rows, "none, L=20",
+    assert whole["none vs both"] == ch.compare(rows, "none, L=20",
                                                              "both, L=20")["p"]
     seen = []
     ch.first_seeds_p(rows, 7, lambda *a: seen.append(a) or 0.5)

@@ -463,7 +463,16 @@ ABLATION_GROUPS = (
                                   "no end state gradient")),
     ("lengths that vary", ("varying, none", "varying")),
 )
-#: How the figures and tables name each condition.
+#: How :func:`draw_ablations` names each condition (short enough for the figure's axis).
+SHORT_LABELS = {
+    "none": "no end token", "both": "both sides", "source": "source only",
+    "target": "target only", "start": "start token", "masked": "masked",
+    "source, masked": "source, masked", "start, masked": "start, masked",
+    "no end loss": "no end loss", "no end gradient": "no score grad.",
+    "no end state gradient": "output layers", "varying": "end token",
+    "varying, none": "no end token",
+}
+#: How the tables and the other figures name each condition.
 LABELS = {
     "none": "no end token",
     "both": "end token, both sides",
@@ -507,9 +516,9 @@ def draw_effect(rows: dict):
     _check_rows(rows, names)
     fig, ax = plt.subplots(figsize=(4.6, 4.0), layout="constrained")
     x = np.arange(len(LENGTHS))
-    styles = {("none", "permutation"): ("C0", "o", -0.09, "permutations, no end token"),
-              ("both", "permutation"): ("C3", "s", 0.09, "permutations, end token"),
-              ("none", "control"): ("0.55", "o", -0.03, "control, no end token"),
+    styles = {("none", "permutation"): ("C0", "o", -0.09, "no end token"),
+              ("both", "permutation"): ("C3", "s", 0.09, "end token"),
+              ("none", "control"): ("0.55", "o", -0.03, "control, none"),
               ("both", "control"): ("0.25", "s", 0.03, "control, end token")}
     for (name, task), (color, marker, dx, label) in styles.items():
         r = np.array([_rate(rows[row_name(name, L, task)])[:3] for L in LENGTHS])
@@ -519,7 +528,7 @@ def draw_effect(rows: dict):
     ax.set(xticks=x, xticklabels=[f"L = {L}\n({SWEEP_STEPS[L]} steps)" for L in LENGTHS],
            ylabel="runs that copy (of 40)", ylim=(-0.03, 1.05))
     ax.yaxis.set_major_formatter(lambda v, _: f"{round(v * 40):d}")
-    fig.legend(loc="outside lower center", ncols=2, fontsize=9)
+    fig.legend(loc="outside lower center", ncols=2)
     return fig
 
 
@@ -542,7 +551,7 @@ def draw_ablations(rows: dict, level: float = SUCCESS_LEVEL):
             ys.append(y)
             y += 1
         y += 0.3
-    fig, ax = plt.subplots(figsize=(4.6, 6.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.6, 7.4), layout="constrained")
     for ref, color in (("none", "C0"), ("both", "C3")):
         _, lo, hi, _, _ = _rate(rows[row_name(ref)], level)
         ax.axvspan(lo, hi, color=color, alpha=0.12, lw=0)
@@ -551,13 +560,14 @@ def draw_ablations(rows: dict, level: float = SUCCESS_LEVEL):
         color = "C0" if n == "none" else "C3" if n == "both" else "k"
         ax.errorbar(r, yy, xerr=[[r - lo], [hi - r]], fmt="o", color=color, ms=5,
                     capsize=3)
-        ax.text(1.04, yy, f"{k}", va="center", ha="left", fontsize=9)
+        ax.text(1.05, yy, f"{k}", va="center", ha="left")
     for yy, title in group_y:
-        ax.text(-0.02, yy + 0.15, title, fontsize=9, fontstyle="italic", va="center",
-                ha="left", color="0.35")
-    ax.set_yticks(ys, [LABELS[n] for n in entries], fontsize=9)
-    ax.set(xlim=(-0.03, 1.12), ylim=(y - 0.2, -0.4),
-           xlabel=f"runs above {level:g} copy accuracy (rate, 95% CI); count of 40")
+        ax.text(-0.02, yy + 0.1, title, fontstyle="italic", va="center", ha="left",
+                color="0.3")
+    ax.set_yticks(ys, [SHORT_LABELS[n] for n in entries])
+    ax.set(xlim=(-0.03, 1.2), ylim=(y - 0.2, -0.5), xticks=[0, 0.25, 0.5, 0.75, 1],
+           xticklabels=["0", "", "0.5", "", "1"],
+           xlabel=f"share of 40 runs above {level:g}\n(95% CI; count at the right)")
     ax.grid(axis="y", visible=False)
     return fig
 
@@ -601,7 +611,7 @@ def draw_mass(rows: dict, row: str = "both, L=20"):
                ylim=(0, 1))
     axes[-1].set_xlabel("step")
     handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=9)
+    fig.legend(handles, labels, loc="outside lower center", ncols=3)
     return fig
 
 
@@ -623,10 +633,10 @@ def draw_runs(rows: dict, names: Sequence[str], live: dict | None = None,
     for ax, name in zip(axes[:, 0], names):
         row = rows[name]
         k, n = successes(row)
-        for i, acc in enumerate(np.asarray(row[key], dtype=float)):
-            ax.plot(row["eval_steps"], acc, color="#c0392b" if acc[-1] <= SUCCESS_LEVEL
-                    else "C0", alpha=0.35, lw=1,
-                    label=None if i else "a stored run (blue: copies, red: fails)")
+        for acc in np.asarray(row[key], dtype=float):
+            ok = acc[-1] > SUCCESS_LEVEL
+            ax.plot(row["eval_steps"], acc, color="C0" if ok else "#c0392b", alpha=0.35,
+                    lw=1, label="stored, copies" if ok else "stored, fails")
         h = live.get(name)
         if h is not None and list(h.eval_steps) == list(row["eval_steps"]):
             now = h.probes[key] if key in h.probes else h.metrics[key]
@@ -639,9 +649,12 @@ def draw_runs(rows: dict, names: Sequence[str], live: dict | None = None,
                                                        else "") + f": {k} of {n} copy",
                ylabel="copy accuracy", ylim=(0, 1.02))
     axes[-1, 0].set_xlabel("step")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    once = dict(zip(labels, handles))
-    fig.legend(once.values(), once.keys(), loc="outside lower center", ncols=2, fontsize=9)
+    once = {}
+    for ax in axes[:, 0]:
+        handles, labels = ax.get_legend_handles_labels()
+        for h, lab in zip(handles, labels):
+            once.setdefault(lab, h)
+    fig.legend(once.values(), once.keys(), loc="outside lower center", ncols=2)
     return fig
 
 
@@ -670,11 +683,11 @@ def ablation_table(rows: dict, level: float = SUCCESS_LEVEL) -> str:
 
 #: The comparisons :func:`draw_seeds` tests on the first seeds: (label, row a, row b).
 SEED_COMPARISONS = (
-    ("no end token vs both sides", "none, L=20", "both, L=20"),
-    ("source only vs target only", "source, L=20", "target, L=20"),
-    ("no end token vs masked", "none, L=20", "masked, L=20"),
-    ("loss removed vs both sides", "no end loss, L=20", "both, L=20"),
-    ("varying: none vs end token", "varying, none, L=20", "varying, L=20"),
+    ("none vs both", "none, L=20", "both, L=20"),
+    ("source vs target", "source, L=20", "target, L=20"),
+    ("none vs masked", "none, L=20", "masked, L=20"),
+    ("no end loss vs both", "no end loss, L=20", "both, L=20"),
+    ("varying: none vs end", "varying, none, L=20", "varying, L=20"),
 )
 
 
@@ -708,10 +721,10 @@ def draw_seeds(rows: dict, n: int, p_fn=fisher_exact):
     ax.barh(y, -np.log10(vals), color=["C0" if p <= 0.05 else "0.7" for p in vals])
     for level, style in ((0.05, "--"), (0.001, ":")):
         ax.axvline(-np.log10(level), color="k", ls=style, lw=1, label=f"p = {level:g}")
-    ax.set_yticks(y, labels, fontsize=9)
+    ax.set_yticks(y, labels)
     ax.invert_yaxis()
-    ax.set(xlim=(0, 12), xlabel="−log₁₀ p (Fisher, two-sided)",
+    ax.set(xlim=(0, 10), xlabel="−log₁₀ p (Fisher, two-sided)",
            title=f"the first {n} seeds of each condition")
-    ax.legend(loc="lower right", fontsize=9)
+    fig.legend(loc="outside lower center", ncols=2)
     ax.grid(axis="y", visible=False)
     return fig
