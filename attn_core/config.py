@@ -144,7 +144,8 @@ def env_stored() -> str:
 
 def env_max_steps() -> int | None:
     """``ATTN_MAX_STEPS``: a smoke run's cap on every training run's steps (an int >= 1), or
-    None when unset or empty (no cap).
+    None when unset or empty (no cap). Chapter 3's optimal attentions (a projected gradient
+    descent, :func:`attn_core.theory.optimal_attentions`) are capped too.
 
     Under the cap every experiment runs at its configured model and sequence shapes for at
     most that many steps, on training and evaluation batches of at most

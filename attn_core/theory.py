@@ -59,6 +59,17 @@ def _check_p(p) -> float:
     return p
 
 
+def _smoke_cap(n: int) -> int:
+    """``n`` iterations, or a smoke run's cap (``ATTN_MAX_STEPS``) when that is smaller: an
+    iterative fit (the optimal attentions' projected gradient) is a training run too, and a
+    smoke run proves its plumbing at the papers' shapes, not its result. (Not EM's
+    iterations: chapter 3 reads its history at fixed iterations.)"""
+    from .config import env_max_steps
+
+    cap = env_max_steps()
+    return n if cap is None else min(n, cap)
+
+
 def _check_time(t_max, n_steps, steps_name: str = "n_steps") -> tuple[float, int]:
     t_max = _check_finite("t_max", t_max)
     if t_max <= 0:
@@ -735,6 +746,7 @@ def optimal_attentions(gammas, targets, lr: float = 0.5, steps: int = 5000,
     if lr <= 0:
         raise ValueError(f"lr must be > 0; got {lr}")
     _, steps = _check_time(1.0, steps, "steps")
+    steps = _smoke_cap(steps)
     tol = check_real("tol", tol, 0.0)
     n, L, _ = g.shape
     alpha = np.full((n, L), 1.0 / L)

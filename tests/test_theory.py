@@ -280,3 +280,22 @@ def test_optimal_attentions_takes_a_larger_safe_step_on_flat_rows():
         np.testing.assert_allclose(a, same, atol=1e-9)
         crawl = theory.optimal_attention(g, int(t), steps=200)["alpha"]   # lr 0.5
         assert theory.attention_loss(a, g, int(t)) < theory.attention_loss(crawl, g, int(t))
+
+
+def test_a_smoke_run_caps_the_optimal_attentions(monkeypatch):
+    """Under ATTN_MAX_STEPS (a smoke run) the optimal attentions run at most that many
+    steps: the same as asking for that many; a cap above the ask changes nothing."""
+    import numpy as np
+
+    from attn_core import theory
+
+    rng = np.random.default_rng(0)
+    g = rng.normal(size=(7, 4, 5))
+    t = rng.integers(0, 5, 7)
+    free = theory.optimal_attentions(g, t, steps=500)
+    two = theory.optimal_attentions(g, t, steps=2)
+    assert not np.array_equal(two, free)
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    assert np.array_equal(theory.optimal_attentions(g, t, steps=500), two)
+    monkeypatch.setenv("ATTN_MAX_STEPS", "5000")
+    assert np.array_equal(theory.optimal_attentions(g, t, steps=500), free)
