@@ -36,11 +36,11 @@ from nbclient_wakeup import install as install_wakeup  # noqa: E402 (this script
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, two
-#: notebooks at a time (seconds, measured 2026-11-26 on a 90 GFLOP/s core, chapters 4-6 with
-#: their stored runs; chapter 7, 2026-11-26, with a run beside it): the longest go first, so the two cores finish together.
-MEASURED_SECONDS = {"04_permutation_copy": 100, "02_sen": 79, "03_ibm1": 72,
-                    "05_multihead": 67, "06_transformer": 54, "01_gated_classifier": 32,
-                    "07_end_token": 22}
+#: notebooks at a time (seconds, measured 2026-11-26 late on a 97 GFLOP/s core, chapters 4-7
+#: with their stored runs): the longest go first, so the two cores finish together.
+MEASURED_SECONDS = {"04_permutation_copy": 81, "02_sen": 61, "05_multihead": 57,
+                    "03_ibm1": 56, "06_transformer": 46, "01_gated_classifier": 24,
+                    "07_end_token": 14}
 TIMEOUT = 1200  # seconds per cell, as _config.yml's execute.timeout
 
 

@@ -86,9 +86,10 @@ stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), s
 # would otherwise start the files with the most tests first, the notebooks, and leave the
 # long single tests for the end), the longest first: measured 2026-11-26 on a 92 GFLOP/s
 # core, one worker each, the browser check ~70 s (a third of it waiting on Chromium), the
-# smoke run of chapter 3 ~41 s (its full-size count tables and EM, not training), the
-# JupyterLab test ~38 s, the rehearsal ~30 s, the smoke runs of chapters 5, 4, 2 and 6
-# 21, 16, 14 and 13 s. The rehearsal sets its own ATTN_*.
+# smoke run of chapter 3 ~41 s (its full-size count tables and EM, not training; ~34 s
+# since the optimal attentions follow the smoke cap), the JupyterLab test ~38 s (21 s on
+# 2026-11-26 late, 97 GFLOP/s), the rehearsal ~30 s, the smoke runs of chapters 5, 4, 2,
+# 6 and 7 21, 16, 14, 13 and ~5 s. The rehearsal sets its own ATTN_*.
 timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     ATTN_MODE=full ATTN_MAX_STEPS=2 \
     python -m pytest -ra -n 2 --durations=15 --dist loadfile --no-loadscope-reorder \
