@@ -351,3 +351,34 @@ def test_first_seeds_p_tests_the_first_n_seeds_of_each_row():
         ch.first_seeds_p(rows, 41)
     with pytest.raises(TypeError, match=r"^p_fn must be callable"):
         ch.first_seeds_p(rows, 5, p_fn=0.05)
+
+
+# ------------------------------------------------------------------ beyond the LSTM
+def test_the_transformer_rows_are_chapter_6s_model_with_and_without_the_end_token():
+    rows = ch.load_transformer()
+    for name, fields in ch.TRANSFORMER_ROWS.items():
+        cfg = ch.transformer_config(name)
+        assert cfg.eos == fields.get("eos", True) and cfg.heads == fields.get("heads", 4)
+        assert cfg.length == 20 and cfg.steps == 300 and len(rows[name]["seeds"]) == 40
+    with pytest.raises(ValueError, match=r"^row must be one of"):
+        ch.transformer_config("2 heads")
+
+
+def test_copy_only_scores_the_copied_words_and_not_the_end_step():
+    class Fixed:                     # a model whose logits are given
+        def __init__(self, logits):
+            self.logits = logits
+
+        def __call__(self, src, tgt_in):
+            return {"logits": self.logits}
+
+    V = 5
+    tgt = torch.tensor([[[0, 1, 2, V], [3, 4, 0, V]]])          # (S=1, B=2, T=4), EOS = V
+    pred = tgt.clone()
+    pred[0, 0, 1] = 2                                            # one word wrong
+    pred[0, 1, 3] = 0                                            # the end step wrong
+    logits = torch.nn.functional.one_hot(pred, V + 2).float()
+    out = ch.CopyOnly(V)(Fixed(logits), {"src": None, "tgt_in": None, "tgt": tgt})
+    assert out["copy_acc"].tolist() == [pytest.approx(5 / 6)]    # 6 words, 5 right
+    with pytest.raises(ValueError, match=r"^vocab must be"):
+        ch.CopyOnly(0)

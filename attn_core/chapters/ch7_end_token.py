@@ -30,7 +30,7 @@ from ..models import forward_masks
 from ..stored import CheckReport, atomic_write, config_record
 from ..training import _eval_schedule
 from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
-from .ch6_transformer import _load_rows
+from .ch6_transformer import TRANSFORMER_BASE, TransformerCopyConfig, _load_rows
 
 __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSITION_CLASSES",
            "condition_config", "end_probe", "push_probe", "PUSHES", "SUCCESS_LEVEL",
@@ -39,7 +39,8 @@ __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSI
            "stored_configs", "check_live", "successes", "compare", "ABLATION_GROUPS",
            "LABELS", "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass",
            "draw_runs", "ablation_table", "SEED_COMPARISONS", "first_seeds_p",
-           "draw_seeds"]
+           "draw_seeds", "CopyOnly", "EndTransformerConfig", "TRANSFORMER_ROWS", "TRANSFORMER_FILE",
+           "transformer_config", "transformer_row", "load_transformer"]
 
 
 @dataclass(frozen=True)
@@ -728,3 +729,94 @@ def draw_seeds(rows: dict, n: int, p_fn=fisher_exact):
     fig.legend(loc="outside lower center", ncols=2)
     ax.grid(axis="y", visible=False)
     return fig
+
+
+# ------------------------------------------------------------- beyond the LSTM (item 4)
+class CopyOnly:
+    """A probe for any copy model: accuracy on the copied words only (the end step, where
+    there is one, left out), ``copy_acc`` (S,); the words are the ids below ``vocab``."""
+
+    def __init__(self, vocab: int):
+        self.vocab = check_int("vocab", vocab, 1)
+
+    def __call__(self, model, batch):
+        out = model(batch["src"], batch["tgt_in"])
+        tgt = batch["tgt"]
+        words = tgt < self.vocab
+        hit = (out["logits"].argmax(-1) == tgt) & words
+        return {"copy_acc": hit.flatten(1).sum(1).float() / words.flatten(1).sum(1).float()}
+
+
+@dataclass(frozen=True)
+class EndTransformerConfig(TransformerCopyConfig):
+    """Chapter 6's Transformer with the copied words' accuracy recorded too
+    (:class:`CopyOnly`)."""
+
+    name = "transformer-endtok"
+
+    def probes(self, task) -> list:
+        return super().probes(task) + [CopyOnly(task.vocab)]
+
+
+#: Chapter 6's Transformer (fast size) with and without the end token, with its four heads
+#: and with one (as chapter 4's LSTM): row -> fields of ``TRANSFORMER_BASE.fast``.
+TRANSFORMER_ROWS = {
+    "4 heads, end token": {},
+    "4 heads, none": {"eos": False},
+    "1 head, end token": {"heads": 1},
+    "1 head, none": {"heads": 1, "eos": False},
+}
+#: Where the Transformer rows are stored (``benchmarks/ch7_end_token/transformer.py``).
+TRANSFORMER_FILE = Path(__file__).with_name("data") / "ch7_transformer.json"
+_TRANSFORMER_SCRIPT = "python benchmarks/ch7_end_token/transformer.py"
+
+
+def transformer_config(row: str, seeds: Sequence[int] | None = None):
+    """Row ``row`` of :data:`TRANSFORMER_ROWS`: chapter 6's fast Transformer with its fields,
+    recording :class:`CopyOnly` too, with :data:`SEEDS` (or ``seeds``)."""
+    row = check_choice("row", row, tuple(TRANSFORMER_ROWS))
+    base = TRANSFORMER_BASE.fast
+    fields = {f: getattr(base, f) for f in TransformerCopyConfig.__dataclass_fields__}
+    return replace(EndTransformerConfig(**fields), **TRANSFORMER_ROWS[row],
+                   seeds=tuple(check_seeds("seeds", SEEDS if seeds is None else seeds)))
+
+
+_TRANSFORMER_KEYS = ("copy_acc", "token_acc", "attn_acc")
+
+
+def transformer_row(cfg, h) -> dict:
+    """A stored Transformer row: configuration, seeds, evaluation steps and every
+    evaluation's copy, token and attention accuracy (4 decimals)."""
+    row = {"config": config_record(cfg), "seeds": list(cfg.seeds),
+           "eval_steps": np.asarray(h.eval_steps).tolist()}
+    for k in _TRANSFORMER_KEYS:
+        v = h.probes[k] if k in h.probes else h.metrics[k]
+        row[k] = np.round(np.asarray(v, dtype=float), 4).tolist()
+    return row
+
+
+def _check_transformer_row(path, name, row, cfg, script=_TRANSFORMER_SCRIPT):
+    steps = _eval_schedule(cfg.steps, cfg.eval_every)
+    fix = f"run {script}"
+    if not isinstance(row, dict) or row.get("eval_steps") != steps \
+            or row.get("seeds") != list(cfg.seeds):
+        raise ValueError(f"the stored rows {path}: row {name!r} does not hold the seeds and "
+                         f"evaluation steps of its configuration: {fix}")
+    for k in _TRANSFORMER_KEYS:
+        try:
+            a = np.asarray(row[k], dtype=float)
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"the stored rows {path}: row {name!r} has no numeric {k!r}: "
+                             f"{fix}") from None
+        if a.shape != (len(cfg.seeds), len(steps)) or not np.isfinite(a).all():
+            raise ValueError(f"the stored rows {path}: row {name!r}'s {k!r} has shape "
+                             f"{a.shape}: {fix}")
+
+
+def load_transformer(path: str | Path | None = None) -> dict:
+    """The stored Transformer rows: row name (:data:`TRANSFORMER_ROWS`) -> its row
+    (:func:`transformer_row`), checked as :func:`load_sweep` checks the sweep."""
+    return _load_rows(path, TRANSFORMER_FILE,
+                      {r: transformer_config(r) for r in TRANSFORMER_ROWS},
+                      "transformer_config", _TRANSFORMER_SCRIPT, transformer_row,
+                      _check_transformer_row)

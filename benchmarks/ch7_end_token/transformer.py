@@ -1,0 +1,72 @@
+"""Chapter 7, issue #36 item 4: does chapter 6's Transformer show the end token's effect?
+
+Chapter 6's Transformer at its fast size (one encoder and one decoder layer, d = 64, batch
+32, Adam 1e-3, 300 steps, L = 20 permutations, learned positions drawn like the words), with
+the end token on both sides (chapter 6's own runs) and without it, with four heads (chapter
+6's model) and with one (as chapter 4's LSTM), 40 seeds each (``ch7_end_token.SEEDS``).
+Success as in chapter 7: accuracy on the copied words (the end step left out) above 0.95 at
+step 300. The rows and configurations are the chapter's (``ch7_end_token.TRANSFORMER_ROWS``,
+``transformer_config``, ``transformer_row``); writes the chapter's stored rows
+(``ch7_end_token.TRANSFORMER_FILE``) and the manifest after every condition (atomically);
+every finished group of seeds is in the results cache (``ATTN_CACHE``), so a run started
+again trains only what is missing.
+
+    ATTN_MODE=fast ATTN_WORKERS=2 python benchmarks/ch7_end_token/transformer.py
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from attn_core.chapters import ch7_end_token as ch7
+from attn_core.config import env_max_steps, get_mode
+from attn_core.metrics import fisher_exact, wilson_interval
+from attn_core.stored import platform, write_manifest
+
+OUT = ch7.TRANSFORMER_FILE
+
+
+CONDITIONS = ch7.TRANSFORMER_ROWS
+
+
+def config(name: str):
+    return ch7.transformer_config(name)
+
+
+def main() -> None:
+    if get_mode() != "fast":
+        raise SystemExit("set ATTN_MODE=fast")
+    if env_max_steps() is not None:
+        raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
+    out = json.loads(OUT.read_text()) if OUT.exists() else {}
+    note = out.pop("_about", f"Trained by {Path(__file__).name} on "
+                   f"{time.strftime('%Y-%m-%d')} ({platform()['cpu']}).")
+    for name in CONDITIONS:
+        cfg = config(name)
+        t = time.time()
+        h = cfg.run()
+        out[name] = ch7.transformer_row(cfg, h)
+        ch7.write_sweep(out, OUT, note=note)
+        write_manifest()
+        k = int((np.asarray(h.probes["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL).sum())
+        print(f"[ch7 transformer] {name}: {k}/{len(cfg.seeds)} ({time.time() - t:.0f} s)",
+              flush=True)
+    rows = out
+    print(f"{'condition':20s} {'copy':>6s}  {'95% CI':12s} {'p vs same heads, other':>24s}")
+    for name, row in rows.items():
+        ok = np.asarray(row["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL
+        k, n = int(ok.sum()), ok.size
+        lo, hi = wilson_interval(k, n)
+        other = name.replace("end token", "none") if "end token" in name else \
+            name.replace("none", "end token")
+        o = np.asarray(rows[other]["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL
+        p = fisher_exact(k, n, int(o.sum()), o.size)
+        print(f"{name:20s} {k:>2d}/{n:<3d} [{lo:.2f}, {hi:.2f}] {p:>24.2g}")
+
+
+if __name__ == "__main__":
+    main()
