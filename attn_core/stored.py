@@ -430,6 +430,31 @@ def check_record(name: str, record: dict, now: dict, eval_steps, spec: dict | No
     return CheckReport(name, ratio, where, bitwise, diffs)
 
 
+def worst_live_check(live: dict, known, what: str = "condition") -> CheckReport | None:
+    """The worst of the live checks of ``live`` (a chapter's ``what`` -> the History that
+    :func:`stored_run` returned for it): the report with the largest ratio of difference to
+    allowed, with ``confirmed`` whether every one was confirmed on this machine. Each was
+    already enforced by :func:`stored_run` (raised under ``ATTN_STORED=strict``, explained
+    otherwise). None under ``ATTN_STORED=off``, where nothing stored is used. ``known``:
+    the names the chapter's stored sweep has."""
+    if not isinstance(live, dict) or not live:
+        raise TypeError(f"live must be a non-empty dict ({what} -> History of stored_run); "
+                        f"got {type(live).__name__}")
+    if env_stored() == "off":
+        return None
+    reports = []
+    for name, h in live.items():
+        if name not in known:
+            raise ValueError(f"live has a {what} the sweep does not: {name!r}")
+        if getattr(h, "check", None) is None:
+            raise ValueError(f"live[{name!r}] was not loaded by stored_run (fast mode), so "
+                             f"it was not checked against a stored record")
+        reports.append(h.check)
+    worst = max(reports, key=lambda r: r.ratio)
+    worst.confirmed = all(getattr(h, "confirmed", False) for h in live.values())
+    return worst
+
+
 def _time_to_train_all(seconds_live: float, live: int, members: int) -> str:
     s = seconds_live * members / max(live, 1)
     return f"~{s / 60:.0f} min" if s >= 90 else f"~{s:.0f} s"

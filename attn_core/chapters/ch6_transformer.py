@@ -61,7 +61,7 @@ from ..checks import (check_bool, check_choice, check_int, check_real, check_see
 from ..data import CopyTask
 from ..metrics import fisher_exact
 from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
-from ..stored import CheckReport, config_record, verify_file
+from ..stored import CheckReport, config_record, verify_file, worst_live_check
 from ..training import _eval_batch, _eval_schedule, _member_tasks
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
@@ -758,27 +758,9 @@ def stored_configs() -> list[TransformerCopyConfig]:
 
 def check_live(live: dict) -> CheckReport | None:
     """The worst of the live checks of ``live`` (condition name -> the History that
-    :func:`attn_core.stored.stored_run` returned for :func:`live_config`): the report with
-    the largest ratio of difference to allowed. Each was already enforced by ``stored_run``
-    (raised under ``ATTN_STORED=strict``, explained otherwise); ``report.confirmed`` is
-    whether every one was confirmed on this machine. None under ``ATTN_STORED=off``, where
-    nothing stored is used (the sweep itself is trained now)."""
-    if not isinstance(live, dict) or not live:
-        raise TypeError(f"live must be a non-empty dict (name -> History of stored_run); got "
-                        f"{type(live).__name__}")
-    if env_stored() == "off":
-        return None
-    reports = []
-    for name, h in live.items():
-        if name not in SWEEP_CONDITIONS:
-            raise ValueError(f"live has a condition the sweep does not: {name!r}")
-        if getattr(h, "check", None) is None:
-            raise ValueError(f"live[{name!r}] was not loaded by stored_run (fast mode), so "
-                             f"it was not checked against a stored record")
-        reports.append(h.check)
-    worst = max(reports, key=lambda r: r.ratio)
-    worst.confirmed = all(getattr(h, "confirmed", False) for h in live.values())
-    return worst
+    :func:`attn_core.stored.stored_run` returned for :func:`live_config`):
+    :func:`attn_core.stored.worst_live_check` over the sweep's conditions."""
+    return worst_live_check(live, SWEEP_CONDITIONS, "condition")
 
 
 # ------------------------------------------------------------- step 0, without training

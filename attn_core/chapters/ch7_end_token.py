@@ -23,11 +23,11 @@ import numpy as np
 import torch
 
 from ..checks import check_choice, check_int, check_real, check_seeds
-from ..config import Preset, env_stored, first_seeds
+from ..config import Preset, first_seeds
 from ..data import CopyTask, EndToken
 from ..metrics import fisher_exact, wilson_interval
 from ..models import forward_masks
-from ..stored import CheckReport, atomic_write, config_record
+from ..stored import CheckReport, atomic_write, config_record, worst_live_check
 from ..training import _eval_schedule
 from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
 from .ch6_transformer import TRANSFORMER_BASE, TransformerCopyConfig, _load_rows
@@ -396,25 +396,9 @@ def stored_configs() -> list[EndTokenConfig]:
 
 def check_live(live: dict) -> CheckReport | None:
     """The worst live check of ``live`` (row name -> the History that
-    :func:`attn_core.stored.stored_run` returned for :func:`live_config`), with
-    ``confirmed`` whether every one was confirmed on this machine; None under
-    ``ATTN_STORED=off``."""
-    if not isinstance(live, dict) or not live:
-        raise TypeError(f"live must be a non-empty dict (row -> History of stored_run); got "
-                        f"{type(live).__name__}")
-    if env_stored() == "off":
-        return None
-    reports = []
-    for name, h in live.items():
-        if name not in SWEEP_ROWS:
-            raise ValueError(f"live has a row the sweep does not: {name!r}")
-        if getattr(h, "check", None) is None:
-            raise ValueError(f"live[{name!r}] was not loaded by stored_run (fast mode), so "
-                             f"it was not checked against a stored record")
-        reports.append(h.check)
-    worst = max(reports, key=lambda r: r.ratio)
-    worst.confirmed = all(getattr(h, "confirmed", False) for h in live.values())
-    return worst
+    :func:`attn_core.stored.stored_run` returned for :func:`live_config`):
+    :func:`attn_core.stored.worst_live_check` over the sweep's rows."""
+    return worst_live_check(live, SWEEP_ROWS, "row")
 
 
 # ------------------------------------------------------------------------ the counts

@@ -85,7 +85,9 @@ def checker(title: str):
 
     The checker is ``(answer, *, solution=False) -> Result``: it prints the result's line and
     returns it; with ``solution=True`` it raises :class:`AssertionError` unless the answer is
-    right. ``answer`` must be callable (the exercise's function).
+    right. ``answer`` must be callable (the exercise's function). ``check`` may return a
+    callable: called once the answer is right, outside the hint's ``try`` (what it reads --
+    a stored result -- is not the reader's error), it gives the ✓ line's message.
     """
     if not isinstance(title, str) or not title:
         raise TypeError(f"title must be a non-empty str; got {title!r}")
@@ -98,8 +100,9 @@ def checker(title: str):
             if not callable(answer):
                 raise TypeError(f"answer must be the exercise's function (callable); got "
                                 f"{type(answer).__name__} {answer!r:.60}")
+            message = None
             try:
-                check(answer)
+                message = check(answer)
             except NotImplementedError:
                 result = Result(title, NOT_ATTEMPTED, "not attempted yet (fill in the stub, "
                                 "run the cell)")
@@ -112,7 +115,7 @@ def checker(title: str):
                 result = Result(title, WRONG, f"your function raised {type(e).__name__}: {e} "
                                 f"(line {frame.lineno}: {frame.line})")
             else:
-                result = Result(title, RIGHT)
+                result = Result(title, RIGHT, message() if callable(message) else "")
             print(result.line())
             if solution and not result:
                 raise AssertionError(f"the solution of {title!r} fails its checker: "

@@ -19,7 +19,6 @@ see :mod:`attn_core.exercises` for the pattern.
 from __future__ import annotations
 
 import math
-import traceback
 from dataclasses import replace
 
 import numpy as np
@@ -28,8 +27,8 @@ from ..chapters import ch7_end_token as ch
 from ..checks import check_choice
 from ..data import EndToken
 from ..metrics import fisher_exact
-from . import (CHECKERS, NOT_ATTEMPTED, RIGHT, WRONG, Result, Wrong, as_array, checker,
-               expect_number, first_mistake, matches, variant_table)
+from . import (Wrong, as_array, checker, expect_number, first_mistake, matches,
+               variant_table)
 
 __all__ = ["check_fisher_p", "check_mass_by_class", "check_ablation", "fisher_p_reference",
            "mass_by_class_reference", "ablation_reference", "HYPOTHESES", "ABLATION_FIELDS"]
@@ -457,56 +456,13 @@ def _stored_result(name: str) -> str:
             f"of {n0} (Fisher p = {fisher_exact(k, n, k0, n0):.2g})")
 
 
-_ABLATION_TITLE = "Exercise 7.2: design the ablation"
-
-
-def check_ablation(ablation, hypothesis: str | None = None, *,
-                   solution: bool = False) -> Result:
+@checker("Exercise 7.2: design the ablation")
+def check_ablation(ablation):
     """``ablation(hypothesis)`` -> the fields of
     :class:`~attn_core.chapters.ch7_end_token.EndTokenConfig` that differ from the base (a
     dict, like a value of :data:`~attn_core.chapters.ch7_end_token.CONDITIONS`) in the
-    ablation that tests ``hypothesis``, for each of :data:`HYPOTHESES` -- or, with
-    ``hypothesis`` named, for that one only, and then ``ablation`` may be the fields
-    themselves. A design must make the hypothesis' condition at L = 20; the ✓ line prints
-    its stored sweep row's successes against the end token on both sides, with Fisher's p.
-
-    A checker as :func:`~attn_core.exercises.checker` makes them (prints one line, returns
-    the :class:`~attn_core.exercises.Result`, never raises on the reader's cell; with
-    ``solution=True`` anything but ✓ raises AssertionError), with the ✓ line's result."""
-    if not isinstance(solution, bool):
-        raise TypeError(f"solution must be True or False; got {solution!r}")
-    if hypothesis is None:
-        hypotheses = tuple(HYPOTHESES)
-    else:
-        hypotheses = (check_choice("hypothesis", hypothesis, tuple(HYPOTHESES)),)
-        if not callable(ablation):                  # the fields themselves
-            fields, ablation = ablation, (lambda h: fields)
-    if not callable(ablation):
-        raise TypeError(f"answer must be the exercise's function (callable), or with "
-                        f"hypothesis named the fields (a dict); got "
-                        f"{type(ablation).__name__} {ablation!r:.60}")
-    try:
-        names = [(h, _design(ablation(h), h, f"the design for {h!r}")) for h in hypotheses]
-    except NotImplementedError:
-        result = Result(_ABLATION_TITLE, NOT_ATTEMPTED, "not attempted yet (fill in the stub, "
-                        "run the cell)")
-    except Wrong as e:
-        result = Result(_ABLATION_TITLE, WRONG, str(e))
-    except Exception as e:  # the reader's code crashed: say where, as a hint
-        if solution:
-            raise
-        frame = traceback.extract_tb(e.__traceback__)[-1]
-        result = Result(_ABLATION_TITLE, WRONG, f"your function raised {type(e).__name__}: "
-                        f"{e} (line {frame.lineno}: {frame.line})")
-    else:   # the stored rows read outside the reader's try: a missing sweep is no hint
-        result = Result(_ABLATION_TITLE, RIGHT, "; ".join(
-            f"{h} -- {_stored_result(name)}" for h, name in names))
-    print(result.line())
-    if solution and not result:
-        raise AssertionError(f"the solution of {_ABLATION_TITLE!r} fails its checker: "
-                             f"{result.message}")
-    return result
-
-
-check_ablation.title = _ABLATION_TITLE
-CHECKERS["check_ablation"] = check_ablation
+    ablation that tests ``hypothesis``, for each of :data:`HYPOTHESES`. A design must make
+    the hypothesis' condition at L = 20; the ✓ line prints its stored sweep row's successes
+    against the end token on both sides, with Fisher's p."""
+    names = [(h, _design(ablation(h), h, f"the design for {h!r}")) for h in HYPOTHESES]
+    return lambda: "; ".join(f"{h} -- {_stored_result(name)}" for h, name in names)
