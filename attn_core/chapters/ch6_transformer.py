@@ -649,17 +649,24 @@ def _check_row(path, name: str, row, cfg: TransformerCopyConfig,
     if not isinstance(row, dict) or row.get("eval_steps") != steps:
         raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
                          f"steps its configuration evaluates at ({steps}): {fix}")
-    for k, shape in [(k, (seeds, len(steps))) for k in _ROW_KEYS] + [
-            (k, (seeds,)) for k in ("final_token_acc", "final_attn_acc", "final_beta_align",
-                                    "max_beta_align")]:
+    check_row_arrays(path, name, row, {
+        **{k: (seeds, len(steps)) for k in _ROW_KEYS},
+        **{k: (seeds,) for k in ("final_token_acc", "final_attn_acc", "final_beta_align",
+                                 "max_beta_align")}}, fix)
+
+
+def check_row_arrays(path, name: str, row: dict, shapes: dict, fix: str) -> None:
+    """ValueError naming the stored file ``path`` and ``fix`` unless every key of ``shapes``
+    is in ``row`` as a finite numeric array of that shape."""
+    for k, shape in shapes.items():
         try:
             a = np.asarray(row[k], dtype=float)
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"the stored sweep {path}: row {name!r} has no numeric {k!r}: "
                              f"{fix}") from None
-        if a.shape != shape or not np.isfinite(a).all():
+        if a.shape != tuple(shape) or not np.isfinite(a).all():
             raise ValueError(f"the stored sweep {path}: row {name!r}'s {k!r} has shape "
-                             f"{a.shape} (needs {shape}, finite): {fix}")
+                             f"{a.shape} (needs {tuple(shape)}, finite): {fix}")
 
 
 def load_sweep(path: str | Path | None = None) -> dict:

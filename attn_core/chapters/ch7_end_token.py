@@ -30,7 +30,8 @@ from ..models import forward_masks
 from ..stored import CheckReport, atomic_write, config_record, worst_live_check
 from ..training import _eval_schedule
 from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
-from .ch6_transformer import TRANSFORMER_BASE, TransformerCopyConfig, _load_rows
+from .ch6_transformer import (TRANSFORMER_BASE, TransformerCopyConfig, _load_rows,
+                              check_row_arrays)
 
 __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSITION_CLASSES",
            "condition_config", "end_probe", "push_probe", "PUSHES", "SUCCESS_LEVEL",
@@ -343,16 +344,8 @@ def _check_row(path, name: str, row, cfg: EndTokenConfig, script: str = _SWEEP_S
     if row.get("seeds") != list(cfg.seeds):
         raise ValueError(f"the stored sweep {path}: row {name!r} does not hold the seeds "
                          f"of its configuration: {fix}")
-    shape = (len(cfg.seeds), len(steps))
-    for k in ROW_METRICS + ROW_PROBES:
-        try:
-            a = np.asarray(row[k], dtype=float)
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"the stored sweep {path}: row {name!r} has no numeric {k!r}: "
-                             f"{fix}") from None
-        if a.shape != shape or not np.isfinite(a).all():
-            raise ValueError(f"the stored sweep {path}: row {name!r}'s {k!r} has shape "
-                             f"{a.shape} (needs {shape}, finite): {fix}")
+    check_row_arrays(path, name, row, {k: (len(cfg.seeds), len(steps))
+                                       for k in ROW_METRICS + ROW_PROBES}, fix)
 
 
 def load_sweep(path: str | Path | None = None) -> dict:
@@ -786,15 +779,8 @@ def _check_transformer_row(path, name, row, cfg, script=_TRANSFORMER_SCRIPT):
             or row.get("seeds") != list(cfg.seeds):
         raise ValueError(f"the stored rows {path}: row {name!r} does not hold the seeds and "
                          f"evaluation steps of its configuration: {fix}")
-    for k in _TRANSFORMER_KEYS:
-        try:
-            a = np.asarray(row[k], dtype=float)
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"the stored rows {path}: row {name!r} has no numeric {k!r}: "
-                             f"{fix}") from None
-        if a.shape != (len(cfg.seeds), len(steps)) or not np.isfinite(a).all():
-            raise ValueError(f"the stored rows {path}: row {name!r}'s {k!r} has shape "
-                             f"{a.shape}: {fix}")
+    check_row_arrays(path, name, row, {k: (len(cfg.seeds), len(steps))
+                                       for k in _TRANSFORMER_KEYS}, fix)
 
 
 def load_transformer(path: str | Path | None = None) -> dict:
