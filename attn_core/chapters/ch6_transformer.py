@@ -75,7 +75,7 @@ __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "first_step_push", "PUSH_GROUPS", "fisher_exact", "model_diagram",
            "position_logits", "draw_position_logits", "SLIDER_SIGMAS", "draw_success_counts",
            "WHAT_IF_NAMES", "FULL_CONDITIONS", "FULL_SEEDS", "FULL_SWEEP_FILE",
-           "full_sweep_config", "load_full_sweep"]
+           "full_sweep_config", "load_full_sweep", "check_row_arrays"]
 
 #: How positions reach the model (see the module docstring).
 POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
