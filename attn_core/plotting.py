@@ -34,7 +34,6 @@ import matplotlib.colors
 import matplotlib.image
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -66,6 +65,45 @@ MIN_TEXT_PT = 9.0
 WIDTH_IN = 4.6
 
 
+#: What ``seaborn.set_theme(context="notebook", style="whitegrid", palette="colorblind")``
+#: sets, written out (seaborn 0.13.2; ``tests/test_plotting.py`` compares them): importing
+#: seaborn, and pandas with it, cost 0.65 s of every process that draws. Left out: seaborn's
+#: default image colour map ("rocket", its own; every image of the book names its map).
+_WHITEGRID = {
+    "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.grid": True,
+    "axes.labelcolor": ".15", "axes.linewidth": 1.25, "font.sans-serif": [
+        "Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"],
+    "grid.color": ".8", "grid.linewidth": 1.0, "lines.solid_capstyle": "round",
+    "patch.edgecolor": "w", "patch.force_edgecolor": True, "text.color": ".15",
+    "xtick.bottom": False, "xtick.color": ".15", "xtick.major.size": 6.0,
+    "xtick.major.width": 1.25, "xtick.minor.size": 4.0, "xtick.minor.width": 1.0,
+    "ytick.color": ".15", "ytick.left": False, "ytick.major.size": 6.0,
+    "ytick.major.width": 1.25, "ytick.minor.size": 4.0, "ytick.minor.width": 1.0,
+    # seaborn's "colorblind" palette
+    "axes.prop_cycle": matplotlib.cycler(color=[
+        "#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
+        "#949494", "#ece133", "#56b4e9"]),
+}
+
+
+#: The book's own settings over that style: its dpi, figure width and readable fonts.
+_BOOK = {
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "figure.figsize": (WIDTH_IN, 3.2),
+    "font.size": 12,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12.5,
+    "legend.fontsize": 12,
+    "legend.title_fontsize": 12,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+    "figure.titlesize": 13,
+    "figure.autolayout": False,
+    "figure.constrained_layout.use": True,
+}
+
+
 def set_style() -> None:
     """Apply the book's figure style: seaborn "whitegrid", readable fonts, 100 dpi.
 
@@ -75,24 +113,8 @@ def set_style() -> None:
     book's column (:func:`rendered_text_pt`), in the output's metadata
     (``attn_text_pt``), where the book's tests read it.
     """
-    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
-    plt.rcParams.update(
-        {
-            "figure.dpi": DPI,
-            "savefig.dpi": DPI,
-            "figure.figsize": (WIDTH_IN, 3.2),
-            "font.size": 12,
-            "axes.titlesize": 13,
-            "axes.labelsize": 12.5,
-            "legend.fontsize": 12,
-            "legend.title_fontsize": 12,
-            "xtick.labelsize": 12,
-            "ytick.labelsize": 12,
-            "figure.titlesize": 13,
-            "figure.autolayout": False,
-            "figure.constrained_layout.use": True,
-        }
-    )
+    plt.rcParams.update(_WHITEGRID)
+    plt.rcParams.update(_BOOK)
     _record_text_size_in_ipython()
 
 

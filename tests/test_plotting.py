@@ -429,3 +429,47 @@ def test_the_notebook_shows_ipythons_figure_drawn_once(as_text, monkeypatch):
     empty = plt.figure()
     assert png_formatter(empty) is None
     plt.close("all")
+
+
+def test_the_style_is_seaborns_whitegrid_without_importing_it():
+    """set_style writes out what seaborn's set_theme("notebook", "whitegrid", "colorblind")
+    sets (seaborn is not imported by attn_core: 0.65 s a process), every parameter but
+    seaborn's own default image map; colours compared as RGBA."""
+    import subprocess
+    import sys
+
+    from matplotlib.colors import to_rgba
+
+    def settings(apply):
+        with plt.rc_context():
+            plt.rcdefaults()
+            apply()
+            return {k: plt.rcParams[k] for k in plt.rcParams}
+
+    import seaborn as sns
+
+    ours = settings(set_style)
+
+    def seaborn_then_book():
+        sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+        plt.rcParams.update(plotting._BOOK)
+
+    theirs = settings(seaborn_then_book)
+
+    def same(a, b):
+        if hasattr(a, "by_key"):
+            a, b = a.by_key(), b.by_key()
+            return a.keys() == b.keys() and all(
+                [to_rgba(x) for x in a[k]] == [to_rgba(y) for y in b[k]] for k in a)
+        try:
+            return a == b or to_rgba(a) == to_rgba(b)
+        except (ValueError, TypeError):
+            return str(a) == str(b)
+
+    differ = [k for k in theirs if k != "image.cmap" and not same(ours[k], theirs[k])]
+    assert differ == []
+    code = ("import sys, attn_core.plotting as p; p.set_style(); "
+            "print('seaborn' in sys.modules, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "False"]
