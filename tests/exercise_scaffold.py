@@ -81,6 +81,27 @@ def scaffold_tests(ex, checks: dict, wrong: dict, not_an_answer=4):
 
 # ------------------------------------------------------------------ the gaming learner (#30)
 
+def gamed_tests(checks: dict, gamed: dict):
+    """The gaming learner's tests (#30) for tables ``checks`` (name -> (checker, reference))
+    and ``gamed`` (name -> answers that game the checker): every checker has two or more,
+    and each is refused with a hint that shows none of the reference's own outputs."""
+
+    def test_every_checker_has_gamed_answers():
+        assert set(gamed) == set(checks)
+        assert all(len(v) >= 2 for v in gamed.values())
+
+    @pytest.mark.parametrize("name, k", [(n, k) for n in gamed for k in range(len(gamed[n]))])
+    def test_gamed_answer_is_refused_and_its_hint_leaks_nothing(name, k, capsys):
+        check, reference = checks[name]
+        leaks = hint_leaks(check, reference, gamed[name][k])
+        message = capsys.readouterr().out.strip().splitlines()[-1]
+        assert leaks == [], f"{name}: the hint shows the reference's own outputs {leaks}: " \
+                            f"{message}"
+
+    return (test_every_checker_has_gamed_answers,
+            test_gamed_answer_is_refused_and_its_hint_leaks_nothing)
+
+
 _NUMBER = __import__("re").compile(r"(?<![\w.])-?(?:\d+\.\d+|\d+)(?:e-?\d+)?(?![\w.])")
 
 
