@@ -308,18 +308,14 @@ ROW_METRICS = ("token_acc", "attn_acc")
 ROW_PROBES = ("copy_acc", "end_step_on_end", *(f"mass_{c}" for c in POSITION_CLASSES))
 
 
-def sweep_config(row: str, seeds: Sequence[int] | None = None,
-                 base: EndTokenConfig | None = None) -> EndTokenConfig:
+def sweep_config(row: str, seeds: Sequence[int] | None = None) -> EndTokenConfig:
     """The configuration of sweep row ``row`` (a key of :data:`SWEEP_ROWS`): its condition
-    at its length and task, :data:`SWEEP_STEPS` steps, on ``base`` (default
-    ``END_BASE.fast``), with :data:`SEEDS` or ``seeds``."""
+    at its length and task on ``END_BASE.fast`` (the sweep is a fast-mode result), with
+    :data:`SWEEP_STEPS` steps and :data:`SEEDS` or ``seeds``."""
     row = check_choice("row", row, tuple(SWEEP_ROWS))
     name, length, task = SWEEP_ROWS[row]
-    base = END_BASE.fast if base is None else base
-    if not isinstance(base, EndTokenConfig):
-        raise TypeError(f"base must be an EndTokenConfig; got {type(base).__name__}")
-    steps = SWEEP_STEPS[length] if base.steps == END_BASE.fast.steps else base.steps
-    return condition_config(name, length, task, seeds, replace(base, steps=steps))
+    return condition_config(name, length, task, seeds,
+                            replace(END_BASE.fast, steps=SWEEP_STEPS[length]))
 
 
 def sweep_row(cfg: EndTokenConfig, h) -> dict:
@@ -377,9 +373,9 @@ def write_sweep(rows: dict, path: str | Path = SWEEP_FILE, note: str = "") -> Pa
 LIVE_ROWS = ("both, L=20", "none, L=20")
 
 
-def live_config(row: str, n: int = 1, base: EndTokenConfig | None = None) -> EndTokenConfig:
+def live_config(row: str, n: int = 1) -> EndTokenConfig:
     """The first ``n`` seeds of sweep row ``row``: what the chapter trains again now."""
-    return sweep_config(row, seeds=range(check_int("n", n, 1)), base=base)
+    return sweep_config(row, seeds=range(check_int("n", n, 1)))
 
 
 def stored_configs() -> list[EndTokenConfig]:
