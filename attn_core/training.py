@@ -55,18 +55,17 @@ from .stacked import StackedModule, member, stack_members
 __all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
 
 EXECUTIONS = ("auto", "batched", "looped")
-class _Adam:
-    """``torch.optim.Adam(params, lr, fused=True)`` as the engine uses it (betas (0.9, 0.999),
-    eps 1e-8, no weight decay): PyTorch's fused kernel (``torch._fused_adam_``), called on the
-    state that ``torch.optim.Adam`` keeps (a float32 step count per parameter, the two
-    moments), so every number is bitwise the same (tests/test_engine.py). Without the
-    optimiser class's ``step`` wrapper, which imports ``torch._dynamo`` (1.5 s, in every
+
+
+class _Optimiser:
+    """What the engine uses of a ``torch.optim`` optimiser: its parameters, learning rate,
+    ``zero_grad`` and ``step``. The two below call PyTorch's own updates without the
+    optimiser classes' ``step`` wrapper, which imports ``torch._dynamo`` (1.5 s, in every
     process that trains) only to mark a graph break for ``torch.compile``, unused here."""
 
     def __init__(self, params, lr: float):
         self.params = list(params)
         self.lr = float(lr)
-        self.state: dict = {}
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.params:
@@ -74,6 +73,17 @@ class _Adam:
                 p.grad = None
             elif p.grad is not None:
                 p.grad.zero_()
+
+
+class _Adam(_Optimiser):
+    """``torch.optim.Adam(params, lr, fused=True)`` as the engine uses it (betas (0.9, 0.999),
+    eps 1e-8, no weight decay): PyTorch's fused kernel (``torch._fused_adam_``), called on the
+    state that ``torch.optim.Adam`` keeps (a float32 step count per parameter, the two
+    moments), so every number is bitwise the same (tests/test_engine.py)."""
+
+    def __init__(self, params, lr: float):
+        super().__init__(params, lr)
+        self.state: dict = {}
 
     @torch.no_grad()
     def step(self) -> None:
@@ -96,9 +106,9 @@ class _Adam:
                                eps=1e-8, maximize=False, grad_scale=None, found_inf=None)
 
 
-class _SGD(_Adam):
+class _SGD(_Optimiser):
     """``torch.optim.SGD(params, lr)`` (no momentum, no weight decay): ``p -= lr · grad``,
-    PyTorch's own update, bitwise; without its ``step`` wrapper (see :class:`_Adam`)."""
+    PyTorch's own update, bitwise."""
 
     @torch.no_grad()
     def step(self) -> None:
@@ -111,7 +121,8 @@ class _SGD(_Adam):
 #: same update rule in one kernel over all parameters (on this 2-core CPU a fast-size seq2seq
 #: step is ~9% faster, a stacked GRU step ~16%). It is elementwise, so a member's numbers do
 #: not depend on which members share its tensors (tests/test_engine.py checks it bitwise).
-#: Both are called without ``torch.optim``'s step wrapper (:class:`_Adam`), bitwise the same.
+#: Both are called without ``torch.optim``'s step wrapper (:class:`_Optimiser`), bitwise
+#: the same.
 OPTIMIZERS = {"adam": _Adam, "sgd": _SGD}
 _DEFAULT_LR = {"adam": 1e-3, "sgd": 0.1}
 
