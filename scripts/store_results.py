@@ -138,9 +138,10 @@ def measure_envelopes(folder: str | None = None, missing: bool = False) -> None:
     ``missing``: only the live checks that have no envelope yet (a new chapter's); the
     others keep theirs as measured (on another machine their perturbations would differ)."""
     stored.write_manifest()                      # the entries as they are now
-    kept, only = {}, None
+    old, kept, only = {}, {}, None
     if missing:
-        kept = json.loads((stored.STORE / stored.ENVELOPES).read_text())["checks"]
+        old = json.loads((stored.STORE / stored.ENVELOPES).read_text())
+        kept = old["checks"]
         only = [c.name for c in stored.live_checks() if c.name not in kept]
         if not only:
             print("[envelope] every live check has its envelope")
@@ -177,7 +178,6 @@ def measure_envelopes(folder: str | None = None, missing: bool = False) -> None:
     note = {"measured": time.strftime("%Y-%m-%d"), "measured_on": stored.platform_key(),
             "perturbations": [r["name"] for r in runs]}
     if missing:          # the others' note stays; what was added, when and where, is kept
-        old = json.loads((stored.STORE / stored.ENVELOPES).read_text())
         added = old.get("added", []) + [{**note, "checks": only}]
         note = {k: old[k] for k in ("measured", "measured_on", "perturbations") if k in old}
         note["added"] = added
