@@ -420,9 +420,8 @@ def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL) -> dict:
             raise ValueError(f"{label} must be a row of rows; got {name!r}")
     out = {}
     for name, label in ((a, "a"), (b, "b")):
-        k, n = successes(rows[name], level)
-        lo, hi = wilson_interval(k, n)
-        out[label] = {"row": name, "k": k, "n": n, "rate": k / n, "ci": (lo, hi)}
+        rate, lo, hi, k, n = _rate(rows[name], level)
+        out[label] = {"row": name, "k": k, "n": n, "rate": rate, "ci": (lo, hi)}
     out["p"] = fisher_exact(out["a"]["k"], out["a"]["n"], out["b"]["k"], out["b"]["n"])
     return out
 
