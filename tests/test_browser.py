@@ -120,6 +120,12 @@ class CDP:
                 self.events.append(msg)
         raise TimeoutError(f"CDP {method}: no reply within {timeout} s")
 
+    def settle(self) -> None:
+        """Wait until the page has drawn two more frames: the layout, resize handlers and
+        scrolling asked for before are done (a fixed sleep here cost ~25 s a test run)."""
+        self.evaluate("new Promise(r => requestAnimationFrame("
+                      "() => requestAnimationFrame(() => r(true))))")
+
     def pump(self, seconds: float) -> None:
         """Collect events for ``seconds``."""
         deadline = time.monotonic() + seconds
@@ -148,7 +154,7 @@ class CDP:
             value = self.evaluate(expression)
             if value:
                 return value
-            self.pump(0.25)
+            self.pump(0.05)
         raise TimeoutError(f"timed out after {timeout} s waiting for {what or expression!r} (last: {value!r})")
 
     def goto(self, url: str) -> None:
@@ -159,7 +165,7 @@ class CDP:
         while time.monotonic() < deadline:
             if any(e["method"] == "Page.loadEventFired" for e in self.events):
                 return
-            self.pump(0.2)
+            self.pump(0.05)
         raise TimeoutError(f"{url} did not finish loading within {PAGE_LOAD_TIMEOUT} s")
 
     def screenshot(self, path: Path) -> None:
@@ -313,7 +319,7 @@ def chapter(request, browser, server) -> str:
 
 
 def _record(browser: CDP, page: str) -> None:
-    browser.pump(0.5)
+    browser.pump(0.25)     # late requests (most came in with the calls before)
     _VISITS.setdefault(page, []).extend(browser.events)
 
 
@@ -333,7 +339,7 @@ def test_intro_maths_is_typeset(browser, server):
         "(document.querySelector('mjx-container[display=\"true\"]')"
         " || document.body).scrollIntoView({block: 'center'}); true"
     )
-    browser.pump(0.5)
+    browser.settle()
     browser.screenshot(SHOTS / "intro.png")
     _record(browser, INTRO)
 
@@ -381,7 +387,7 @@ def test_chapter1_slider_changes_the_image(browser, server):
         f"(() => {{ const s = {_SLIDER};"
         " s.closest('.widget-vbox').scrollIntoView({block: 'center'}); return true; })()"
     )
-    browser.pump(0.3)
+    browser.settle()
     browser.screenshot(SHOTS / "chapter1_before.png")
 
     # Focus the noUiSlider handle and press ArrowRight, as a keyboard user would.
@@ -415,7 +421,7 @@ def test_chapter1_slider_changes_the_image(browser, server):
     assert after["hash"] != before["hash"]
     if before["readout"] is not None:
         assert after["readout"] != before["readout"], "the slider readout did not move"
-    browser.pump(0.3)
+    browser.settle()
     browser.screenshot(SHOTS / "chapter1_after.png")
     _record(browser, CHAPTER1)
     _changed(browser)
@@ -489,7 +495,7 @@ def test_claims_table_is_shown_whole(browser, chapter):
                      claims["caption"].strip()), claims
     assert claims["spill"] == 0 and claims["width"] <= claims["room"] + 1, (
         f"the claims table is {claims['width']:.0f} px wide in a {claims['room']} px column")
-    browser.pump(0.5)
+    browser.settle()
     browser.screenshot(SHOTS / f"claims_{page.split('/')[-1][:2]}.png")
     _record(browser, page)
 
@@ -537,13 +543,13 @@ def test_exercise_solutions_are_folded_and_checked(browser, chapter):
     name = page.split("/")[-1][:2]
     browser.evaluate("document.querySelector('div.cell.tag_hide-cell')"
                      ".scrollIntoView({block: 'center'}) || true")
-    browser.pump(0.3)
+    browser.settle()
     browser.screenshot(SHOTS / f"exercise_{name}_closed.png")
     opened = browser.evaluate("(() => { const d = document.querySelector("
                               "'div.cell.tag_hide-cell details'); d.open = true;"
                               " return d.open; })()")
     assert opened
-    browser.pump(0.3)
+    browser.settle()
     browser.screenshot(SHOTS / f"exercise_{name}_open.png")
     _record(browser, page)
     _changed(browser)
@@ -584,13 +590,15 @@ def _typeset(browser: CDP) -> None:
     """Wait until MathJax has typeset the whole page (not only its first equation)."""
     browser.evaluate("(window.MathJax && MathJax.startup && MathJax.startup.promise) ? "
                      "MathJax.startup.promise.then(() => true) : true", timeout=60)
-    browser.pump(0.5)
+    browser.settle()
 
 
 def _width(browser: CDP, width: int) -> None:
     browser.call("Emulation.setDeviceMetricsOverride", width=width, height=900,
                  deviceScaleFactor=1, mobile=width < 600)
-    browser.pump(1.0)                      # the layout and the CSS media queries follow
+    # the resize event's handlers, the layout and the CSS media queries follow
+    browser.wait_for(f"window.innerWidth === {width}", timeout=10, what=f"a {width} px window")
+    browser.settle()
 
 
 def test_nothing_is_wider_than_the_column(browser, chapter):
