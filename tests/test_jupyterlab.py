@@ -138,7 +138,7 @@ def test_a_live_slider_recomputes_in_jupyterlab(lab):
         t0 = time.monotonic()
         page.evaluate("() => window.jupyterapp.commands.execute("
                       "'notebook:run-all-cells')")
-        page.wait_for_function(_ALL_DONE, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
+        page.wait_for_function(_ALL_DONE, timeout=RUN_TIMEOUT_S * 1000, polling=200)
         ran = time.monotonic() - t0
         errors = page.evaluate(_ERRORS)
         assert not errors, f"{CHAPTER}: cells raised in JupyterLab:\n" + "\n".join(errors)

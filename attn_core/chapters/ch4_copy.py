@@ -40,7 +40,8 @@ __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_
            "MIXTURE", "MIXTURE_REFERENCE", "steps_to_level",
            "LuongSeq2Seq", "stored_configs", "untrained", "proxy_alignment",
            "untrained_proxy", "fisher_exact", "newcombe_interval", "model_diagram",
-           "centred_count_table", "count_diagonal", "draw_count_diagonal"]
+           "centred_count_table", "count_diagonal", "draw_count_diagonal",
+           "uniform_attention", "fixed_permutation", "one_word_left_out"]
 
 #: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
 SUCCESS_LEVEL = 0.95
@@ -204,7 +205,7 @@ def copy_probe(model, batch):
 #: Fast: at L = 20 the mixture runs are still near 0.3 after 1,200 steps (measured), so the
 #: fast mode trains the mixture at L = 10, where permutations are learned within 300 steps,
 #: for three times that budget, 5 seeds; :data:`MIXTURE_REFERENCE` is the permutation run at
-#: that L.
+#: that L (fast: the same 5 seeds, stored; full: 3 of the 10, the chapter trains the rest).
 #: Full: the paper's L = 40 at the paper's scale.
 MIXTURE = Preset(
     fast=replace(COPY_BASE.fast, length=10, distribution="mixture", steps=900,
@@ -213,7 +214,7 @@ MIXTURE = Preset(
     smoke=first_seeds(1),
 )
 MIXTURE_REFERENCE = Preset(
-    fast=replace(MIXTURE.fast, distribution="permutation", steps=300, seeds=(0, 1, 2)),
+    fast=replace(MIXTURE.fast, distribution="permutation", steps=300, seeds=tuple(range(5))),
     full=replace(MIXTURE.full, distribution="permutation", steps=200, seeds=(0, 1, 2)),
     smoke=first_seeds(1),
 )
@@ -495,10 +496,39 @@ class LuongSeq2Seq(nn.Module):
         return out
 
 
+def _first_seeds(config: CopyTraining, n_seeds: int) -> tuple[int, ...]:
+    if not isinstance(config, CopyTraining):
+        raise TypeError(f"config must be a copy-task config (CopyTraining); got "
+                        f"{type(config).__name__}")
+    return config.seeds[:check_int("n_seeds", n_seeds, 1, len(config.seeds))]
+
+
+def uniform_attention(config: CopyTraining, n_seeds: int = 2) -> CopyTraining:
+    """§4's control on attention: ``config`` with attention frozen at 1/L (the lexical
+    probe's β^uf then reads what the states alone know), its first ``n_seeds`` seeds."""
+    return replace(config, attention="uniform", seeds=_first_seeds(config, n_seeds))
+
+
+def fixed_permutation(config: CopyTraining, n_seeds: int = 3) -> CopyTraining:
+    """§5's control on the permutation: ``config``'s inputs with every target the same
+    fixed permutation π of its input (``permutation_seed=0``), its first ``n_seeds``
+    seeds."""
+    return replace(config, permutation_seed=0, seeds=_first_seeds(config, n_seeds))
+
+
+def one_word_left_out(config: CopyTraining, n_seeds: int = 4) -> CopyTraining:
+    """§5's phase point V = L + 1: L distinct words out of L + 1 (one word missing from
+    every input), everything else as ``config``, its first ``n_seeds`` seeds."""
+    return replace(config, distribution="distinct", vocab=config.length + 1,
+                   seeds=_first_seeds(config, n_seeds))
+
+
 def stored_configs() -> list[CopyConfig]:
-    """The fast-mode runs chapter 4 shows from :mod:`attn_core.stored` (ten and four seeds
-    computed once by ``scripts/store_results.py``; the book re-runs the first ones live)."""
+    """The fast-mode runs chapter 4 shows from :mod:`attn_core.stored` (computed once by
+    ``scripts/store_results.py``; the book re-runs the first seed of each live)."""
     base = COPY_BASE.fast
     return [PERMUTATION_LONG.fast, control(base),
             replace(base, distribution="iid", seeds=base.seeds[:4]),
-            MIXTURE.fast, MIXTURE_REFERENCE.fast]
+            MIXTURE.fast, MIXTURE_REFERENCE.fast,
+            uniform_attention(base), uniform_attention(control(base)),
+            fixed_permutation(control(base)), one_word_left_out(base)]
