@@ -558,13 +558,12 @@ class LiveCheck:
 
 def live_checks() -> list[LiveCheck]:
     """Every live check of chapters 4-7: their stored entries and the members each chapter
-    re-trains (chapter 5's screen two per stream, every other entry one)."""
+    re-trains (the first member of each)."""
     from .chapters import ch4_copy, ch5_multihead
     from .chapters import ch6_transformer as ch6
     from .chapters import ch7_end_token as ch7
     out = [LiveCheck(stored_path(c).name, c, 1, 4) for c in ch4_copy.stored_configs()]
-    out += [LiveCheck(stored_path(c).name, c, 2 if c.tag == "heads-screen" else 1, 5)
-            for c in ch5_multihead.stored_configs()]
+    out += [LiveCheck(stored_path(c).name, c, 1, 5) for c in ch5_multihead.stored_configs()]
     out += [LiveCheck(stored_path(c).name, c, 1, 6) for c in ch6.stored_configs()]
     out += [LiveCheck(stored_path(c).name, c, 1, 7) for c in ch7.stored_configs()]
     return out

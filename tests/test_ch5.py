@@ -712,3 +712,13 @@ def test_draw_labels_at_frames_differ_are_readable_and_fast():
         assert min(pt["desktop"], pt["phone"]) >= MIN_TEXT_PT
         plt.close(fig)
     assert len(set(titles)) == 3 and "8 bad" in titles[1]
+
+
+def test_control_run_is_the_bad_heads_alone_on_the_control_task():
+    from attn_core.chapters import ch5_multihead as ch
+    cfg = ch.RESCUE.fast
+    run = cfg.control_run([3, 7])
+    assert run == cfg.heads_run([3, 7], [0, 0], "heads-control", copy=cfg.control_copy())
+    assert run.copy.distribution == "distinct" and run.copy.steps == cfg.control_steps
+    with pytest.raises(ValueError, match=r"^bad_heads must name at least one head seed"):
+        cfg.control_run([])

@@ -293,7 +293,7 @@ def test_every_run_the_chapters_load_stored_is_stored_whole_with_its_envelope():
 
     configs = (ch4_copy.stored_configs() + ch5_multihead.stored_configs()
                + ch6.stored_configs() + ch7.stored_configs())
-    assert len(stored.live_checks()) == len(configs) == 24
+    assert len(stored.live_checks()) == len(configs) == 25
     for cfg in configs:
         path = stored.verify_file(stored.stored_path(cfg))
         h, info = _read_entry(path)

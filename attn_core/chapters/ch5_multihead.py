@@ -266,10 +266,10 @@ class RescueConfig:
         too few at the cap it raises ValueError here, before any combination is trained.
         With ``live`` (fast mode) every round comes from :func:`attn_core.stored.stored_run`:
         stored once, its first ``live`` candidates re-run now and checked within their
-        measured envelope. The members are batched, and a pair re-run now is stacked
-        differently from the stored groups of eight, so float rounding differs (measured:
-        1e-6 in the loss, one held-out token of 1,280 in the accuracy); the envelope is
-        measured on such pairs."""
+        measured envelope (the book re-runs one per stream). The stored members were trained
+        in groups, and a candidate re-run now is grouped differently, so float rounding may
+        differ (measured on pairs: 1e-6 in the loss, one held-out token of 1,280 in the
+        accuracy); the envelope is measured on the book's re-runs."""
         from ..stored import stored_run
 
         def run(config):
@@ -352,6 +352,16 @@ class RescueConfig:
         """The one-head task on the control distribution (chapter 4's :func:`control`),
         trained for :attr:`control_steps`."""
         return control(replace(self.copy, steps=self.control_steps or self.copy.steps))
+
+    def control_run(self, bad_heads) -> "HeadsRun":
+        """§6's control: each of ``bad_heads`` (the screen's bad pool) alone, as a one-head
+        model on the control task (:meth:`control_copy`), on data stream 0."""
+        bad_heads = list(bad_heads)
+        if not bad_heads:
+            raise ValueError("bad_heads must name at least one head seed (the screen's bad "
+                             "pool); got none")
+        return self.heads_run(bad_heads, [0] * len(bad_heads), "heads-control",
+                              copy=self.control_copy())
 
 
 #: Fast: L = 20 permutations (chapter 4's fast size) with the authors' multi-head model (GRU,
@@ -611,7 +621,8 @@ def combination_configs(cfg: "RescueConfig", labels) -> dict[str, HeadsRun]:
 def stored_configs() -> list[HeadsRun]:
     """The fast-mode runs chapter 5 shows from :mod:`attn_core.stored`: the screen's first
     round on every data stream (``RESCUE.fast.screen(live=...)``), then the combinations
-    that its stored labels lead to (:func:`combination_configs`)."""
+    that its stored labels lead to (:func:`combination_configs`) and the bad heads on the
+    control task (:meth:`RescueConfig.control_run`)."""
     from ..cache import _read_entry
     from ..stored import stored_path
 
@@ -621,7 +632,9 @@ def stored_configs() -> list[HeadsRun]:
     if not all(p.exists() for p in paths):
         return screen          # store the screen first; the combinations follow from it
     final = np.stack([_read_entry(p)[0].metrics["token_acc"][:, -1] for p in paths], axis=1)
-    return screen + list(combination_configs(cfg, cfg.labels(final)).values())
+    labels = cfg.labels(final)
+    return (screen + list(combination_configs(cfg, labels).values())
+            + [cfg.control_run(cfg.pools(labels)["bad"])])
 
 
 # ------------------------------------------------------------------------- the statistics
