@@ -413,3 +413,21 @@ def test_draw_count_diagonal_draws_the_numbers_and_is_readable(V, book_style):
         assert took < 1.0 * 3   # < 1 s on the book's CPU; x3 for a loaded test machine
     finally:
         plt.close(fig)
+
+
+def test_the_controls_take_their_first_seeds_and_refuse_more_than_there_are(env):
+    import dataclasses
+    from attn_core.chapters import ch4_copy as ch
+    base = ch.COPY_BASE.fast
+    assert ch.uniform_attention(base).seeds == base.seeds[:2]
+    assert ch.fixed_permutation(base, 5).seeds == base.seeds[:5]
+    assert ch.one_word_left_out(base).vocab == base.length + 1
+    with pytest.raises(ValueError, match=r"^n_seeds must be an int in \[1, 10\]; got 11"):
+        ch.fixed_permutation(base, 11)
+    with pytest.raises(TypeError, match=r"^config must be a copy-task config"):
+        ch.uniform_attention("base")
+    one = dataclasses.replace(base, seeds=(0,))  # a smoke run's presets keep one seed
+    with pytest.raises(ValueError, match=r"^n_seeds must be an int in \[1, 1\]; got 2"):
+        ch.uniform_attention(one)
+    env("ATTN_MAX_STEPS", "2")
+    assert ch.uniform_attention(one).seeds == (0,)

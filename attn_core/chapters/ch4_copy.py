@@ -24,7 +24,7 @@ from torch import nn
 
 from .. import plotting
 from ..checks import check_bool, check_choice, check_generator, check_int, check_real
-from ..config import Preset, first_seeds
+from ..config import Preset, env_max_steps, first_seeds
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
 from ..metrics import first_step, fisher_exact, newcombe_interval, success_rate
 from ..models import ATTENTION_MODES, BagOfWordsProxy, Seq2Seq
@@ -497,10 +497,13 @@ class LuongSeq2Seq(nn.Module):
 
 
 def _first_seeds(config: CopyTraining, n_seeds: int) -> tuple[int, ...]:
+    """``config``'s first ``n_seeds`` seeds. A smoke run (``ATTN_MAX_STEPS``) keeps fewer
+    seeds in every preset (its ``smoke`` cut): there the runs take the seeds there are."""
     if not isinstance(config, CopyTraining):
         raise TypeError(f"config must be a copy-task config (CopyTraining); got "
                         f"{type(config).__name__}")
-    return config.seeds[:check_int("n_seeds", n_seeds, 1, len(config.seeds))]
+    high = None if env_max_steps() is not None else len(config.seeds)
+    return tuple(config.seeds)[:check_int("n_seeds", n_seeds, 1, high)]
 
 
 def uniform_attention(config: CopyTraining, n_seeds: int = 2) -> CopyTraining:
