@@ -71,9 +71,11 @@ print(json.dumps({"version": torch.__version__, "file": torch.__file__,
 
 _FINAL_CELL = """\
 import json, resource, sys, attn_core, torch
+import importlib.metadata as md
 print("REHEARSAL " + json.dumps({"attn_core": attn_core.__file__,
                                  "python": sys.version.split()[0], "prefix": sys.prefix,
                                  "torch": torch.__version__, "torch_file": torch.__file__,
+                                 "torch_dist": str(md.distribution("torch")._path),
                                  "kernel_peak_mb": resource.getrusage(
                                      resource.RUSAGE_SELF).ru_maxrss // 1024}))
 """
@@ -125,7 +127,8 @@ def make_colab_env(where: Path, base: Path | None = None) -> Path:
     interpreter; default: the one running this script, this checkout's ``.venv``), minus the
     book's own code; returns its python, which runs ``base``'s Python."""
     creator = sys.executable if base is None else str(base)
-    _run([creator, "-m", "venv", str(where / "venv")])
+    # no pip of its own: pip comes with the preinstalled stack, as on Colab (ensurepip: ~3 s)
+    _run([creator, "-m", "venv", "--without-pip", str(where / "venv")])
     python = where / "venv" / "bin" / "python"
     pre = where / "preinstalled"
     pre.mkdir()
@@ -174,7 +177,6 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
         raise RuntimeError(f"{chapter}: the notebook failed in the Colab rehearsal "
                            f"(executed copy: {out}; nbclient's messages: {out}.log):\n"
                            f"{r.stderr[-4000:]}")
-    after = torch_state(python)
     executed = json.loads(out.read_text())
     code = [(i, c) for i, c in enumerate(executed["cells"]) if c["cell_type"] == "code"]
     slowest = sorted(((_cell_seconds(c), i) for i, c in code), reverse=True)[:3]
@@ -186,6 +188,8 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
                      if c["cell_type"] == "code" for o in c.get("outputs", []))
     line = next(x for x in text.splitlines() if x.startswith("REHEARSAL "))
     seen = json.loads(line[len("REHEARSAL "):])
+    # torch as the chapter's kernel saw it, after the install cell (no process of its own)
+    after = {"version": seen["torch"], "file": seen["torch_file"], "dist": seen["torch_dist"]}
     venv = str(python.parent.parent)
     problems = []
     if after != before:
