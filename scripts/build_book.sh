@@ -16,6 +16,15 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 
 export ATTN_MODE="${ATTN_MODE:-fast}"
+# ATTN_BUILD_STEPS: which steps run -- "execute render" (the default), "execute" (the
+# notebooks into the execution cache) or "render" (the HTML from that cache). The test
+# command runs them apart, the render beside its last stage.
+steps="${ATTN_BUILD_STEPS:-execute render}"
+case "$steps" in
+    "execute render"|execute|render) ;;
+    *) echo "ATTN_BUILD_STEPS must be 'execute render', 'execute' or 'render'; got '$steps'" >&2
+       exit 2 ;;
+esac
 mode="$(python -c 'from attn_core.config import get_mode; print(get_mode())')"
 
 extra=()
@@ -45,7 +54,9 @@ start=$SECONDS
 # The longest chapters go first so the cores finish together. A notebook that fails here is
 # not cached: stage 2 executes it again and reports the error.
 kernel_noise="Kernel is running over TCP without encryption"   # ipykernel's, per kernel
-_attn_drop_stderr "$kernel_noise" python scripts/execute_notebooks.py _build/.jupyter_cache
+if [ "$steps" != render ]; then
+    _attn_drop_stderr "$kernel_noise" python scripts/execute_notebooks.py _build/.jupyter_cache
+fi
 executed=$SECONDS
 # Stage 2: render the book (notebooks come from the cache). Quiet (-q): Sphinx's warnings
 # and errors, not its per-page progress; ATTN_BUILD_VERBOSE=1 shows that too.
@@ -57,11 +68,17 @@ banner="^($esc\\[[0-9;]*m)*(=+($esc\\[[0-9;]*m)*|Finished generating HTML for bo
 banner+=" HTML pages are here:|You can look at your book by opening this file in a browser:|Or"
 banner+=" paste this line directly into your browser bar:|    (_build/html/(index\\.html)?|file://"
 banner+=".*)|)[[:space:]]*$"
-_attn_drop_stderr "$kernel_noise" jupyter-book build . "${quiet[@]}" "${extra[@]}" "$@" \
-    | { grep -Ev "$banner" || true; }
+if [ "$steps" != execute ]; then
+    _attn_drop_stderr "$kernel_noise" jupyter-book build . "${quiet[@]}" "${extra[@]}" "$@" \
+        | { grep -Ev "$banner" || true; }
+fi
 echo "$mode" > _build/.attn_mode
 echo "$code_stamp" > _build/.attn_code_stamp
-echo "[build] stage times: execute notebooks $((executed - start)) s," \
-     "render $((SECONDS - executed)) s; done in $((SECONDS - start)) s"
+case "$steps" in
+    execute) echo "[build] stage times: execute notebooks $((executed - start)) s (render: next)" ;;
+    render) echo "[build] stage times: render $((SECONDS - executed)) s" ;;
+    *) echo "[build] stage times: execute notebooks $((executed - start)) s," \
+            "render $((SECONDS - executed)) s; done in $((SECONDS - start)) s" ;;
+esac
 python scripts/core_speed.py | sed 's/^/[build] /'
-echo "[build] open: $(pwd)/_build/html/index.html"
+[ "$steps" = execute ] || echo "[build] open: $(pwd)/_build/html/index.html"

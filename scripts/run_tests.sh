@@ -5,16 +5,19 @@
 #                            jupyterlab" tests  (2 processes),
 #                            the stored results' platform matrix among them (~50 s of one
 #                            core: tests/test_stored_portable.py)
-#   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors):
-#                            executes the notebooks one per core, training every experiment
-#                            on the engine's worker processes, then renders the HTML; its
-#                            output is kept in _build/build.log
-#   3. side by side, in one  pytest -n 2 --dist loadfile (a file per process at a time):
-#      pytest run            - the Colab rehearsal: chapter 1 installed the Colab way into a
+#   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors),
+#                            its first step (ATTN_BUILD_STEPS=execute): executes the notebooks
+#                            one per core, training every experiment on the engine's worker
+#                            processes; its output is kept in _build/build.log
+#   3. side by side          the build's second step, the HTML (ATTN_BUILD_STEPS=render, one
+#                            process, in the background; its output appended to the log),
+#      with one pytest run   and pytest -n 2 --dist loadfile (a file per process at a time):
+#                            - the Colab rehearsal: chapter 1 installed the Colab way into a
 #                              fresh environment and run as on a GPU runtime, in full mode
 #                              for two steps a run (scripts/colab_rehearsal.py --smoke):
 #                              chapter 1's full-mode smoke run;
-#                            - the browser check: headless Chromium on step 2's HTML;
+#                            - the browser check: headless Chromium on the HTML (it waits
+#                              for the render);
 #                            - the built book read back (figure text sizes, no machine
 #                              paths or object reprs: tests/test_built_book.py);
 #                            - a real JupyterLab (tests/test_jupyterlab.py): chapter 1 run in
@@ -39,7 +42,7 @@ export ATTN_STORED=strict
 # (nothing from an earlier run is reused; the smoke run of step 3 caches nothing).
 ATTN_CACHE="$(mktemp -d -t attn_cache.XXXXXX)"
 export ATTN_CACHE
-trap 'rm -rf "$ATTN_CACHE"' EXIT
+trap 'kill "${render_pid:-}" 2>/dev/null; rm -rf "$ATTN_CACHE"' EXIT
 
 stage() { printf '\n==================== %s ====================\n' "$*"; }
 
@@ -73,30 +76,45 @@ stage "1/3 unit tests (2 processes)"
 timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 --dist loadgroup --durations=25 \
     -m "not browser and not colab and not book and not jupyterlab" tests
 
-stage "2/3 strict book build (-W -n --keep-going; notebooks executed one per core)"
+stage "2/3 strict book build, its notebooks (executed one per core)"
 # its output is also kept in _build/build.log, which tests/test_built_book.py reads (a quiet
 # build: stages, claims summaries and times, no per-page progress or kernel notices)
 mkdir -p _build
-timed "book build" bash -o pipefail -c \
-    'bash scripts/build_book.sh -W -n --keep-going --all 2>&1 | tee _build/build.log'
+timed "book build: notebooks" bash -o pipefail -c \
+    'ATTN_BUILD_STEPS=execute bash scripts/build_book.sh -W -n --keep-going --all 2>&1 \
+     | tee _build/build.log'
 
 
-stage "3/3 Colab rehearsal, browser check and full-mode smoke run (nbval-lax), side by side"
+stage "3/3 the strict build's HTML (-W), the Colab rehearsal, browser check and full-mode smoke run"
+# The render (one process, ~10 s) runs beside step 3's pytest: it used to leave a core idle
+# between the stages. The tests that read the HTML (the browser check, the built book) wait
+# for its exit status in ATTN_RENDER_STATUS and fail if it failed; it is checked again below.
+render_status="_build/.render_status"
+rm -f "$render_status"
+( set +e
+  ATTN_BUILD_STEPS=render bash scripts/build_book.sh -W -n --keep-going --all \
+      > _build/render.log 2>&1
+  rc=$?
+  cat _build/render.log >> _build/build.log          # the build's log, whole, for the tests
+  echo "$rc" > "$render_status.tmp" && mv "$render_status.tmp" "$render_status" ) &
+render_pid=$!
 # One pytest run over them, a file at a time per process, in the order given (pytest-xdist
 # would otherwise start the files with the most tests first, the notebooks, and leave the
-# long single tests for the end), the longest first: measured 2026-11-26 on a 92 GFLOP/s
-# core, one worker each, the browser check ~70 s (a third of it waiting on Chromium), the
-# smoke run of chapter 3 ~41 s (its full-size count tables and EM, not training; ~34 s
-# since the optimal attentions follow the smoke cap), the JupyterLab test ~38 s (21 s on
-# 2026-11-26 late, 97 GFLOP/s), the rehearsal ~30 s, the smoke runs of chapters 5, 4, 2,
-# 6 and 7 21, 16, 14, 13 and ~5 s. The rehearsal sets its own ATTN_*.
-timed "Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
-    ATTN_MODE=full ATTN_MAX_STEPS=2 \
+# long single tests for the end), the longest first, but the browser check third (it waits
+# for the render): measured 2026-11-27 on a 92 GFLOP/s core, one worker each, the smoke run
+# of chapter 3 ~41 s (its full-size count tables and EM, not training), the browser check
+# ~41 s, the JupyterLab test ~23 s, the rehearsal ~18 s, the smoke runs of chapters 5, 4,
+# 2, 6 and 7 ~20, 16, 13, 13 and 7 s. The rehearsal sets its own ATTN_*.
+timed "render + Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
+    ATTN_MODE=full ATTN_MAX_STEPS=2 ATTN_RENDER_STATUS="$render_status" \
     python -m pytest -ra -n 2 --durations=15 --dist loadfile --no-loadscope-reorder \
-    --nbval-lax tests/test_browser.py notebooks/03_ibm1.ipynb tests/test_jupyterlab.py \
+    --nbval-lax notebooks/03_ibm1.ipynb tests/test_jupyterlab.py tests/test_browser.py \
     tests/test_colab_rehearsal.py notebooks/05_multihead.ipynb \
     notebooks/04_permutation_copy.ipynb notebooks/02_sen.ipynb \
     notebooks/06_transformer.ipynb notebooks/07_end_token.ipynb tests/test_built_book.py
+wait "$render_pid"
+cat _build/render.log      # (also appended to _build/build.log)
+[ "$(cat "$render_status")" = 0 ] || { echo "[tests] the book's render failed"; exit 1; }
 
 stage "all checks passed in $((SECONDS - t0)) s"
 printf '  %s\n' "${times[@]}"

@@ -49,3 +49,25 @@ def _rank(nodeid: str) -> int:
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: _rank(item.nodeid))  # stable: the rest keep their order
+
+
+def wait_for_render(timeout_s: float = 900.0) -> None:
+    """When the test command renders the HTML beside this test run (``ATTN_RENDER_STATUS``
+    names the file its exit status will be written to), wait for it; a failed render fails
+    the test that needs the HTML. Without the variable: return at once."""
+    import time
+    from pathlib import Path
+
+    path = os.environ.get("ATTN_RENDER_STATUS")
+    if not path:
+        return
+    status, deadline = Path(path), time.monotonic() + timeout_s
+    while not status.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"ATTN_RENDER_STATUS: {path} was not written within {timeout_s:.0f} s "
+                        f"(the render beside this run did not finish)")
+        time.sleep(0.5)
+    code = status.read_text().strip()
+    if code != "0":
+        pytest.fail(f"the book's render failed (exit status {code}; its output is in "
+                    f"_build/build.log)")

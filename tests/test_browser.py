@@ -36,6 +36,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import wait_for_render  # tests/ is on the path (pytest's rootdir conftest)
 
 pytestmark = pytest.mark.browser
 
@@ -193,6 +194,7 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def built_book(chromium) -> Path:
+    wait_for_render()     # the test command renders the HTML beside this run
     if not (HTML / CHAPTER1).exists():
         jb = Path(sys.executable).with_name("jupyter-book")
         cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "."]

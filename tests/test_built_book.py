@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import wait_for_render  # tests/ is on the path (pytest's rootdir conftest)
 
 pytestmark = pytest.mark.book
 
@@ -28,6 +29,11 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import page_check  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _rendered():
+    wait_for_render()     # the test command renders the HTML beside this run
 
 
 @pytest.fixture(scope="module")

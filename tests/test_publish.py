@@ -20,6 +20,7 @@ CONTRIBUTING.md.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -478,3 +479,31 @@ def test_the_footers_cite_link_reaches_the_intros_how_to_cite_from_every_page():
         assert md.with_suffix(".md").resolve() == (ROOT / "book" / "intro.md").resolve(), page
     assert re.search(r"^## How to cite\s*$", (ROOT / "book" / "intro.md").read_text(), re.M)
     assert anchor == "how-to-cite"
+
+
+def test_the_html_tests_wait_for_the_render_beside_them_and_fail_when_it_failed(
+        tmp_path, monkeypatch):
+    from conftest import wait_for_render
+
+    status = tmp_path / "render_status"
+    monkeypatch.delenv("ATTN_RENDER_STATUS", raising=False)
+    wait_for_render(timeout_s=0.1)                   # no render beside this run: no wait
+    monkeypatch.setenv("ATTN_RENDER_STATUS", str(status))
+    with pytest.raises(pytest.fail.Exception, match=r"^ATTN_RENDER_STATUS: .* was not "
+                                                    r"written within 0 s"):
+        wait_for_render(timeout_s=0.1)
+    status.write_text("2\n")
+    with pytest.raises(pytest.fail.Exception, match=r"^the book's render failed \(exit "
+                                                    r"status 2"):
+        wait_for_render()
+    status.write_text("0\n")
+    wait_for_render()
+
+
+def test_build_steps_are_checked_by_name():
+    env = {**os.environ, "ATTN_BUILD_STEPS": "render execute"}
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "build_book.sh")], env=env,
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith("ATTN_BUILD_STEPS must be 'execute render', 'execute' "
+                                     "or 'render'; got 'render execute'")
