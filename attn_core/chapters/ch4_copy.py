@@ -507,7 +507,7 @@ def _first_seeds(config: CopyTraining, n_seeds: int) -> tuple[int, ...]:
 
 
 def uniform_attention(config: CopyTraining, n_seeds: int = 2) -> CopyTraining:
-    """§4's control on attention: ``config`` with attention frozen at 1/L (the lexical
+    """§3's control on attention: ``config`` with attention frozen at 1/L (the lexical
     probe's β^uf then reads what the states alone know), its first ``n_seeds`` seeds."""
     return replace(config, attention="uniform", seeds=_first_seeds(config, n_seeds))
 
@@ -520,7 +520,7 @@ def fixed_permutation(config: CopyTraining, n_seeds: int = 3) -> CopyTraining:
 
 
 def one_word_left_out(config: CopyTraining, n_seeds: int = 4) -> CopyTraining:
-    """§5's phase point V = L + 1: L distinct words out of L + 1 (one word missing from
+    """§6's phase point V = L + 1: L distinct words out of L + 1 (one word missing from
     every input), everything else as ``config``, its first ``n_seeds`` seeds."""
     return replace(config, distribution="distinct", vocab=config.length + 1,
                    seeds=_first_seeds(config, n_seeds))

@@ -354,7 +354,7 @@ class RescueConfig:
         return control(replace(self.copy, steps=self.control_steps or self.copy.steps))
 
     def control_run(self, bad_heads) -> "HeadsRun":
-        """§6's control: each of ``bad_heads`` (the screen's bad pool) alone, as a one-head
+        """§5's control: each of ``bad_heads`` (the screen's bad pool) alone, as a one-head
         model on the control task (:meth:`control_copy`), on data stream 0."""
         bad_heads = list(bad_heads)
         if not bad_heads:
