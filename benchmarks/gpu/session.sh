@@ -2,6 +2,7 @@
 # The book's one prepared GPU check, for a session that is lent a GPU (the `device` tool):
 #
 #   run(command="bash benchmarks/gpu/session.sh", timeout_s=590)
+#   run(command="bash benchmarks/gpu/session.sh ch5", timeout_s=590)   # a second call
 #
 # The device image has torch (with CUDA), numpy, matplotlib, pandas, tqdm, joblib, pytest and
 # pytest-xdist, not the Jupyter stack or Dask: the tests that need those are skipped or fail to
@@ -15,6 +16,10 @@
 #                  chapter 7's four end-token variants at the papers' scale (issue #36 item
 #                  1: benchmarks/full_ch7/run.py, 20 seeds each, batched on the GPU)
 #
+# With the argument ``ch5`` it runs only chapter 5 at the papers' scale instead
+# (benchmarks/full_ch5/run.py: the screen, then the K = 8 combinations; ~4 h on 2 vCPUs),
+# bringing back ch5_full.log and ch5_results.json (copy it over benchmarks/full_ch5/).
+#
 # Then put what it measured, naming the GPU, on the setup page (book/setup.md), and copy
 # ch7_results.json / ch7_rows.json over benchmarks/full_ch7/ if the run finished.
 set -uo pipefail
@@ -26,6 +31,17 @@ PY=python3
 UNIT_S="${UNIT_S:-240}" CH7_S="${CH7_S:-240}"   # each step's limit (a dry run here: 5 each)
 start=$SECONDS
 step() { echo "[gpu] $* (at $((SECONDS - start)) s)"; }
+
+if [ "${1:-}" = ch5 ]; then
+    step "chapter 5 at the papers' scale (at most ${CH5_S:-560} s; run again for the rest)"
+    ATTN_MODE=full timeout "${CH5_S:-560}" "$PY" benchmarks/full_ch5/run.py \
+        > "$OUT/ch5_full.log" 2>&1
+    echo "[gpu] chapter 5 full: exit $?"
+    grep "^\[full_ch5\]" "$OUT/ch5_full.log" | tail -20
+    cp benchmarks/full_ch5/results.json "$OUT/ch5_results.json" 2>/dev/null
+    step "done"
+    exit 0
+fi
 
 step "1/3 the machine"
 { nvidia-smi || true
