@@ -197,6 +197,8 @@ def combos(cfg, labels: dict, res: Results) -> None:
             f"K={K} {key}"
         res.run(name, run)
     bad = cfg.pools(drawn)["bad"]
+    # = cfg.control_run(bad) (ch5_multihead, later than d1c1a11): written out while the
+    # papers'-scale run resumes on d1c1a11's attn_core, whose cache keys its results hold
     res.run("control, bad heads", cfg.heads_run(bad, [0] * len(bad), "heads-control",
                                                 copy=cfg.control_copy()))
 
