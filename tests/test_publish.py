@@ -26,6 +26,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import date
 from pathlib import Path
 
@@ -411,6 +412,52 @@ def test_contributing_paths_in_the_text_exist():
 ])
 def test_a_command_that_is_not_real_is_caught(command, problem):
     assert any(problem in p for p in command_problems(command)), command_problems(command)
+
+
+def _run_tests_on_exit():
+    text = (ROOT / "scripts" / "run_tests.sh").read_text()
+    m = re.search(r"# >>> on_exit.*?\n(.*?)# <<< on_exit", text, re.S)
+    assert m, "scripts/run_tests.sh lost its on_exit block"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("render, last, want", [
+    ("finished", "true", 0), ("running", "true", 0), ("none", "true", 0),
+    ("finished", "false", 1), ("running", "(exit 3)", 3)])
+def test_the_test_commands_exit_keeps_its_status_and_cleans_up(tmp_path, render, last,
+                                                               want):
+    """scripts/run_tests.sh's EXIT trap, run under the script's own `set -euo pipefail`:
+    the exit status is the script's (a pass stays a pass when the render finished long
+    before -- CI once read exit 1 after "all checks passed"), a running render is stopped,
+    the results cache is removed."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    start = {"finished": "(true) & render_pid=$!; wait $render_pid",
+             "running": "sleep 30 & render_pid=$!; echo $render_pid > pid",
+             "none": ""}[render]
+    script = ("set -euo pipefail\n" + _run_tests_on_exit() + "trap on_exit EXIT\n"
+              f"ATTN_CACHE={cache}\n{start}\n{last}\n")
+    r = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=20)
+    assert r.returncode == want, (r.returncode, r.stderr)
+    assert not cache.exists()
+    if render == "running":
+        pid = int((tmp_path / "pid").read_text())
+        assert _gone(pid), f"the render stand-in (pid {pid}) still runs"
+
+
+def _gone(pid, wait=5.0):
+    """True once `pid` has ended (no such process, or a zombie nobody reaped yet)."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_the_quiet_filter_drops_only_its_lines_and_keeps_the_exit_status():
