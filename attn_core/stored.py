@@ -59,8 +59,8 @@ from .config import env_max_steps, env_stored, get_mode, wrap_line
 from .training import History, _eval_schedule
 
 __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOKENS",
-           "TOKEN_KEYS", "StoredMismatch", "CheckReport", "LiveCheck", "build_envelope",
-           "check_record", "differences", "run_check", "step_cap", "write_envelopes",
+           "TOKEN_KEYS", "PREFIX_STEPS", "StoredMismatch", "CheckReport", "LiveCheck",
+           "build_envelope", "check_record", "differences", "run_check", "step_cap", "write_envelopes",
            "config_record", "live_checks", "load_envelope", "platform", "platform_key",
            "stored_path", "stored_run", "store", "verify_file", "write_manifest"]
 
@@ -72,6 +72,11 @@ MANIFEST = "MANIFEST.json"
 #: The file in STORE with each live check's measured envelope (``scripts/store_results.py``).
 ENVELOPES = "envelopes.json"
 SCRIPT = "python scripts/store_results.py"
+
+#: The training steps a chapter re-runs where its live seed is only a check
+#: (``stored_run(..., upto=PREFIX_STEPS)``): the platform matrix's prefix
+#: (``scripts/platform_matrix.py``), on which every changed model fails.
+PREFIX_STEPS = 40
 
 #: A live member passes when every difference from its record is at most FACTOR times the
 #: largest difference that the perturbations of a correct install gave (the envelope). The
@@ -483,9 +488,16 @@ def _enforce(report: CheckReport, label: str, retrain_estimate: str) -> bool:
     return False
 
 
-def stored_run(config, live: int = 1) -> History:
+def stored_run(config, live: int = 1, upto: int | None = None) -> History:
     """The stored History of ``config``, its first ``live`` members re-run now and checked
     against their measured envelope (see the module docstring).
+
+    ``upto``: re-run only the live members' first ``upto`` training steps and check the
+    record's evaluations up to that step (None: the whole run). Every step runs the same code
+    on the same batches, so a prefix checks the model, data and optimiser as the whole run
+    does: on the first :data:`PREFIX_STEPS` steps every changed model of the platform matrix
+    lands 22 or more times beyond what is allowed (``book/setup.md``). A chapter uses it
+    where its live seed is only a check, not a curve it shows.
 
     StoredMismatch naming the file and the script if there is no stored entry for this exact
     configuration, or it is changed, partial or recorded other keys; a live difference beyond
@@ -496,6 +508,8 @@ def stored_run(config, live: int = 1) -> History:
     (``config.run()``).
     """
     live = check_int("live", live, 1)
+    if upto is not None:
+        upto = check_int("upto", upto, 1)
     if get_mode() != "fast" or env_max_steps() is not None or env_stored() == "off":
         return config.run()
     from .cache import code_identity
@@ -513,20 +527,34 @@ def stored_run(config, live: int = 1) -> History:
     if spec.get("live") != live:
         raise StoredMismatch(f"{path.name}'s envelope was measured for {spec.get('live')} "
                              f"live members; asked for {live}: run {SCRIPT} --envelopes")
-    now = config.first_members(live).run()
+    total = int(h.eval_steps[-1])
+    if upto is not None and upto >= total:
+        upto = None                                  # the whole run
+    if upto is None:
+        now = config.first_members(live).run()
+    else:
+        if h.eval_steps[1] > upto:
+            raise ValueError(f"upto must reach the first evaluation after step 0 "
+                             f"(step {int(h.eval_steps[1])}) to check any training; "
+                             f"got {upto}")
+        with step_cap(upto):                         # short: trained now, not cached
+            now = config.first_members(live).train(False)
     record = _live_record(h, live)
-    report = check_record(path.name, record, {**now.metrics, **now.probes}, h.eval_steps,
-                          spec)
+    report = check_record(path.name, record, {**now.metrics, **now.probes}, now.eval_steps,
+                          spec, upto)
     label = f"{config.cache_name()} ({path.name})"
-    h.confirmed = _enforce(report, label, _time_to_train_all(now.seconds, live, n))
+    seconds_whole = now.seconds * total / (upto or total)
+    h.confirmed = _enforce(report, label, _time_to_train_all(seconds_whole, live, n))
     h.check = report
     which = "member 0" if live == 1 else f"members 0..{live - 1}"
+    part = "" if upto is None else (f" for {'its' if live == 1 else 'their'} first {upto} "
+                                    f"of {total} steps")
     if h.confirmed:
         # One short line for the reader; how close (report.describe()) is on h.check, and
         # the setup page explains the check.
         how = "bitwise" if report.bitwise else "within the spread"
-        print(wrap_line(f"[stored] {config.display_name()}: {which} of {n} retrained, "
-                        f"match {how}"))
+        print(wrap_line(f"[stored] {config.display_name()}: {which} of {n} retrained"
+                        f"{part}, match {how}"))
     h.stored = True
     h.live = now
     return h

@@ -44,7 +44,7 @@ from attn_core import stored, training  # noqa: E402
 #: (measured 2026-11-26: the smallest, a learning rate 1 % higher on chapter 6's small
 #: positions, 22.8; 71.6 at 100 steps); ``--upto 100`` or ``--upto 0`` (the whole runs)
 #: check further at more cost.
-UPTO = 40
+UPTO = stored.PREFIX_STEPS   # 40: the chapters' prefix live checks use the same
 
 
 @contextlib.contextmanager

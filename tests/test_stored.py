@@ -263,6 +263,45 @@ def test_full_mode_and_smoke_runs_train_instead(store, monkeypatch, capsys):
         stored.store(TINY, progress=False)
 
 
+# ------------------------------------------------------------------------- prefix checks
+def test_a_prefix_check_trains_only_its_steps_and_checks_their_evaluations(store, capsys):
+    _store()
+    h = stored.stored_run(TINY, upto=8)
+    out = capsys.readouterr().out
+    assert ("member 0 of 3 retrained for its first 8 of 12 steps, match bitwise"
+            in " ".join(out.split()))
+    assert h.confirmed and h.n_members == 3 and h.eval_steps.tolist() == [0, 4, 8, 12]
+    assert h.live.eval_steps.tolist() == [0, 4, 8] and h.live.n_members == 1
+    assert "[cache]" not in out                     # a prefix is trained now, not cached
+    whole = stored.stored_run(TINY, upto=12)        # the whole run: as upto=None
+    assert whole.live.eval_steps.tolist() == [0, 4, 8, 12]
+
+
+@pytest.mark.parametrize("index, caught", [(1, True), (2, True), (3, False)])
+def test_a_prefix_check_sees_a_change_within_its_steps_only(store, index, caught):
+    """A record changed at step 4 or 8 fails an 8-step prefix check; one changed only at
+    step 12 passes it (what a prefix cannot see) and fails the whole-run check."""
+    path = _store()
+    _rewrite(path, **_spread_by(1e-6, index=index))
+    if caught:
+        with pytest.raises(stored.StoredMismatch, match=f"differs at step {4 * index}"):
+            stored.stored_run(TINY, upto=8)
+    else:
+        assert stored.stored_run(TINY, upto=8).confirmed
+        with pytest.raises(stored.StoredMismatch, match="differs at step 12"):
+            stored.stored_run(TINY)
+
+
+@pytest.mark.parametrize("upto, err, msg", [
+    (0, ValueError, "upto must be an int >= 1; got 0"), (2.0, TypeError, "upto must be an int"),
+    (True, TypeError, "upto must be an int"),
+    (3, ValueError, r"upto must reach the first evaluation after step 0 \(step 4\)")])
+def test_bad_prefixes_are_refused_naming_upto(store, upto, err, msg):
+    _store()
+    with pytest.raises(err, match=msg):
+        stored.stored_run(TINY, upto=upto)
+
+
 @pytest.mark.parametrize("live, err", [(0, ValueError), (True, TypeError), (1.0, TypeError),
                                        (4, ValueError)])
 def test_bad_live_counts_are_refused(store, live, err):

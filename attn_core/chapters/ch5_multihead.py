@@ -256,7 +256,8 @@ class RescueConfig:
         labels = np.asarray(labels)
         return bool((labels == "good").sum() >= 1 and (labels == "bad").sum() >= self.k_combo)
 
-    def screen(self, live: int | None = None, **run_kwargs) -> dict[int, History]:
+    def screen(self, live: int | None = None, upto: int | None = None,
+               **run_kwargs) -> dict[int, History]:
         """Every candidate head as a one-head model, on every data stream: ``{stream: History}``
         with one member per candidate drawn.
 
@@ -266,7 +267,8 @@ class RescueConfig:
         too few at the cap it raises ValueError here, before any combination is trained.
         With ``live`` (fast mode) every round comes from :func:`attn_core.stored.stored_run`:
         stored once, its first ``live`` candidates re-run now and checked within their
-        measured envelope (the book re-runs one per stream). The stored members were trained
+        measured envelope (the book re-runs one per stream, its first ``upto`` steps:
+        :func:`~attn_core.stored.stored_run`). The stored members were trained
         in groups, and a candidate re-run now is grouped differently, so float rounding may
         differ (measured on pairs: 1e-6 in the loss, one held-out token of 1,280 in the
         accuracy); the envelope is measured on the book's re-runs."""
@@ -274,7 +276,7 @@ class RescueConfig:
 
         def run(config):
             return (config.run(**run_kwargs) if live is None
-                    else stored_run(config, live))
+                    else stored_run(config, live, upto))
 
         rounds: dict[int, list[History]] = {d: [] for d in self.data_seeds}
         drawn = 0
