@@ -101,12 +101,34 @@ class Results:
             import json
             old = json.loads(OUT.read_text())
             self.data["runs"] = old.get("runs", {})
+            if "screen" in old:
+                self.data["screen"] = old["screen"]
+            for run in self.data["runs"].values():      # the sessions before this field
+                run.setdefault("attn_core", old.get("attn_core"))
             if "screen, stream 0" in old:   # the first stage's record (570d42a)
                 self.data["runs"].setdefault("screen round 1, stream 0", {
                     "seconds": old["screen, stream 0"]["seconds"]})
 
+    def recorded(self, name: str, config: ch.HeadsRun) -> bool:
+        """Whether ``name`` is already recorded for exactly ``config``'s heads, data and
+        steps (a later session whose results cache is gone trains only what is missing)."""
+        old = self.data["runs"].get(name)
+        if not old or "final_token_acc" not in old:
+            return False
+        same = (old["head_seeds"] == [list(s) if isinstance(s, tuple) else s
+                                      for s in config.head_seeds]
+                and old["data_seeds"] == list(config.data_seeds)
+                and old["steps"] == config.copy.steps and old["tag"] == config.tag)
+        if not same:
+            raise SystemExit(f"results.json records {name!r} for other heads, data or steps "
+                             f"than this run: move it aside to train it again")
+        print(f"[full_ch5] {name}: recorded ({old['seconds']:.0f} s), not trained again")
+        return True
+
     def run(self, name: str, config: ch.HeadsRun):
         """Train (or read back) one run; record its final accuracies and curves."""
+        if self.recorded(name, config):
+            return None
         t = time.time()
         h = config.run()
         seconds = round(time.time() - t, 1)
@@ -122,7 +144,8 @@ class Results:
             "token_acc": np.round(h.metrics["token_acc"], 4).tolist(),
             # each head's attention accuracy (runs, evaluations, K): is it diagonal?
             "head_attn_acc": np.round(h.probes["head_attn_acc"], 4).tolist(),
-            "seconds": seconds, "cached": bool(h.cached)}
+            "seconds": seconds, "cached": bool(h.cached),
+            "attn_core": self.data["attn_core"]}
         self.save()
         print(f"[full_ch5] {name}: {len(config.head_seeds)} runs, {seconds:.0f} s"
               + (" (read back)" if h.cached else ""))
@@ -130,6 +153,19 @@ class Results:
 
     def save(self):
         _write_json(OUT, self.data)
+
+
+def recorded_screen(cfg, res: Results) -> dict | None:
+    """The screen's labels as ``results.json`` recorded them when it finished (enough good
+    and bad heads), or None. Its runs' final accuracies are recorded beside them, so a
+    session whose results cache is gone does not train the screen again for its labels."""
+    rec = res.data.get("screen")
+    if not rec or rec["counts"]["good"] < 1 or rec["counts"]["bad"] < cfg.k_combo:
+        return None
+    labels = {int(k): v for k, v in rec["labels"].items()}
+    print(f"[full_ch5] the screen as recorded ({rec['candidates']} candidates): "
+          f"{rec['counts']}")
+    return labels
 
 
 def screen(cfg, res: Results) -> dict:
@@ -197,8 +233,8 @@ def combos(cfg, labels: dict, res: Results) -> None:
             f"K={K} {key}"
         res.run(name, run)
     bad = cfg.pools(drawn)["bad"]
-    # = cfg.control_run(bad) (ch5_multihead, later than d1c1a11): written out while the
-    # papers'-scale run resumes on d1c1a11's attn_core, whose cache keys its results hold
+    # = cfg.control_run(bad) (ch5_multihead, later than d1c1a11): written out so that the
+    # run also resumes on d1c1a11's attn_core, whose cache keys the first sessions' results
     res.run("control, bad heads", cfg.heads_run(bad, [0] * len(bad), "heads-control",
                                                 copy=cfg.control_copy()))
 
@@ -221,7 +257,8 @@ def main() -> None:
     if env_max_steps() is not None:
         raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
     res = Results(cfg)
-    labels = screen(cfg, res)
+    labels = recorded_screen(cfg, res) if args.until == "combos" else None
+    labels = screen(cfg, res) if labels is None else labels
     if args.until == "combos":
         combos(cfg, labels, res)
     print(f"[full_ch5] done; {OUT}")
