@@ -35,12 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nbclient_wakeup import install as install_wakeup  # noqa: E402 (this script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, two
-#: notebooks at a time (seconds, measured 2026-11-26 late on a 97 GFLOP/s core, chapters 4-7
-#: with their stored runs): the longest go first, so the two cores finish together.
-MEASURED_SECONDS = {"02_sen": 60, "03_ibm1": 56, "04_permutation_copy": 54,
-                    "05_multihead": 46, "06_transformer": 44, "01_gated_classifier": 24,
-                    "07_end_token": 14}
+#: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, one
+#: notebook at a time (seconds, measured 2026-11-27 on a 67 GFLOP/s core, chapters 4-5 with
+#: their prefix live checks): the longest go first, so the two cores finish together.
+MEASURED_SECONDS = {"02_sen": 115, "03_ibm1": 96, "06_transformer": 73,
+                    "01_gated_classifier": 44, "04_permutation_copy": 43,
+                    "05_multihead": 34, "07_end_token": 26}
 TIMEOUT = 1200  # seconds per cell, as _config.yml's execute.timeout
 
 
