@@ -60,9 +60,10 @@ from .training import History, _eval_schedule
 
 __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOKENS",
            "TOKEN_KEYS", "PREFIX_STEPS", "StoredMismatch", "CheckReport", "LiveCheck",
-           "build_envelope", "check_record", "differences", "run_check", "step_cap", "write_envelopes",
-           "config_record", "live_checks", "load_envelope", "platform", "platform_key",
-           "stored_path", "stored_run", "store", "verify_file", "write_manifest"]
+           "build_envelope", "check_record", "differences", "run_check", "step_cap",
+           "write_envelopes", "config_record", "live_checks", "load_envelope", "platform",
+           "platform_key", "stored_path", "stored_run", "store", "verify_file",
+           "write_manifest"]
 
 _PACKAGE = Path(__file__).resolve().parent
 #: Where stored entries live (inside the package, so a pip install carries them).
@@ -73,8 +74,8 @@ MANIFEST = "MANIFEST.json"
 ENVELOPES = "envelopes.json"
 SCRIPT = "python scripts/store_results.py"
 
-#: The training steps a chapter re-runs where its live seed is only a check
-#: (``stored_run(..., upto=PREFIX_STEPS)``): the platform matrix's prefix
+#: The training steps a chapter re-runs where its live seed is only a check (chapters 4
+#: and 5 write ``stored_run(..., upto=40)`` out): the platform matrix's prefix
 #: (``scripts/platform_matrix.py``), on which every changed model fails.
 PREFIX_STEPS = 40
 
@@ -537,8 +538,7 @@ def stored_run(config, live: int = 1, upto: int | None = None) -> History:
             raise ValueError(f"upto must reach the first evaluation after step 0 "
                              f"(step {int(h.eval_steps[1])}) to check any training; "
                              f"got {upto}")
-        with step_cap(upto):                         # short: trained now, not cached
-            now = config.first_members(live).train(False)
+        now = _train_now(config, live, upto)         # short: trained now, not cached
     record = _live_record(h, live)
     report = check_record(path.name, record, {**now.metrics, **now.probes}, now.eval_steps,
                           spec, upto)
@@ -603,10 +603,16 @@ def run_check(check: LiveCheck, upto: int | None = None, spec: dict | None = Non
     compare them with their records (no cache); ``history``: compare that instead."""
     record, _ = check.record()
     if history is None:
-        with step_cap(upto):
-            history = check.config.first_members(check.live).train(False)
+        history = _train_now(check.config, check.live, upto)
     return check_record(check.name, record, check.now(history), history.eval_steps, spec,
                         upto, bitwise)
+
+
+def _train_now(config, live: int, upto: int | None) -> History:
+    """``config``'s first ``live`` members trained now, the first ``upto`` steps only when
+    given (None: the whole run), without the results cache."""
+    with step_cap(upto):
+        return config.first_members(live).train(False)
 
 
 @contextlib.contextmanager
