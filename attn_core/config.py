@@ -254,8 +254,8 @@ class Preset(Generic[T]):
 
     ``smoke`` (optional): in a smoke run (``ATTN_MAX_STEPS``), ``get()`` returns
     ``smoke(value)`` -- the same models at the same shapes, fewer of them (fewer seeds or
-    candidates), so that a smoke run of the papers' scale fits CI. Each preset that has one
-    says what it cuts."""
+    candidates) or less data (chapter 3's corpus), so that a smoke run of the papers' scale
+    fits CI. Each preset that has one says what it cuts."""
 
     fast: T
     full: T

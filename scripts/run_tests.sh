@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order; stops at the first failure (non-zero exit).
 #
-#   1. unit tests            pytest -n 2 --dist loadgroup -m "not browser and not colab and not book and not
-#                            jupyterlab" tests  (2 processes),
+#   1. unit tests            pytest -n 2 --dist loadgroup -p no:nbval -m "not browser and not colab
+#                            and not book and not jupyterlab" tests  (2 processes),
 #                            the stored results' platform matrix among them (~50 s of one
 #                            core: tests/test_stored_portable.py)
 #   2. strict book build     scripts/build_book.sh -W -n --keep-going --all  (warnings = errors),
@@ -84,8 +84,10 @@ stage "1/3 unit tests (2 processes)"
 # book build instead, even at the lowest priority, made the two together 65 s slower.
 # --dist loadgroup: test by test, but the Dask cluster's tests (tests/test_cluster.py, one
 # group) in one process, which starts one local cluster for them.
+# -p no:nbval: no notebook is collected here, and importing that plugin (jupyter_client,
+# zmq) costs ~4 s of a core in each of the three pytest processes (measured 2026-11-27).
 timed "unit tests" env ATTN_WORKERS=1 python -m pytest -ra -n 2 --dist loadgroup --durations=25 \
-    -m "not browser and not colab and not book and not jupyterlab" tests
+    -p no:nbval -m "not browser and not colab and not book and not jupyterlab" tests
 
 stage "2/3 strict book build, its notebooks (executed one per core)"
 # its output is also kept in _build/build.log, which tests/test_built_book.py reads (a quiet
@@ -113,9 +115,10 @@ render_pid=$!
 # would otherwise start the files with the most tests first, the notebooks, and leave the
 # long single tests for the end), the longest first, but the browser check third (it waits
 # for the render): measured 2026-11-27 on a 92 GFLOP/s core, one worker each, the smoke run
-# of chapter 3 ~41 s (its full-size count tables and EM, not training), the browser check
-# ~41 s, the JupyterLab test ~23 s, the rehearsal ~18 s, the smoke runs of chapters 5, 4,
-# 2, 6 and 7 ~20, 16, 13, 13 and 7 s. The rehearsal sets its own ATTN_*.
+# of chapter 3 ~41 s (its count tables and EM on the full 20,000 pairs; since cut to 2,000
+# in a smoke run: 90 -> 37 s on a 64 GFLOP/s core), the browser check ~41 s, the
+# JupyterLab test ~23 s, the rehearsal ~18 s, the smoke runs of chapters 5, 4, 2, 6 and 7
+# ~20, 16, 13, 13 and 7 s. The rehearsal sets its own ATTN_*.
 timed "render + Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
     ATTN_MODE=full ATTN_MAX_STEPS=2 ATTN_RENDER_STATUS="$render_status" \
     python -m pytest -ra -n 2 --durations=15 --dist loadfile --no-loadscope-reorder \

@@ -212,3 +212,18 @@ def test_the_test_command_smoke_runs_every_chapter_in_its_order():
     chapters = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert sorted(listed) == [c for c in chapters if not c.startswith("01_")]
     assert "tests/test_colab_rehearsal.py" in command
+
+
+def test_chapter3s_smoke_run_cuts_the_corpus_and_the_seeds_not_the_shapes(monkeypatch):
+    """Chapter 3's full-mode smoke run: the first seed and at most SMOKE_PAIRS pairs (its
+    count tables, EM and proxy velocities run over the whole corpus), every shape kept;
+    a real run keeps the papers' corpus."""
+    from attn_core.chapters.ch3_ibm1 import SMOKE_PAIRS, TRANSLATION
+    monkeypatch.delenv("ATTN_MAX_STEPS", raising=False)
+    whole = TRANSLATION.get("full")
+    assert whole.n_pairs == 20000 and len(whole.seeds) == 5
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    cut = TRANSLATION.get("full")
+    assert cut.n_pairs == SMOKE_PAIRS < whole.n_pairs and cut.seeds == whole.seeds[:1]
+    assert (cut.vocab, cut.length, cut.hidden) == (whole.vocab, whole.length, whole.hidden)
+    assert TRANSLATION.get("fast").n_pairs == TRANSLATION.fast.n_pairs  # not raised
