@@ -36,10 +36,10 @@ from nbclient_wakeup import install as install_wakeup  # noqa: E402 (this script
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Fast-mode execution time of each chapter on the 2-core CI machine, one worker each, one
-#: notebook at a time (seconds, measured 2026-11-27 on a 67 GFLOP/s core, chapters 4-5 with
-#: their prefix live checks): the longest go first, so the two cores finish together.
-MEASURED_SECONDS = {"02_sen": 115, "03_ibm1": 96, "06_transformer": 73,
-                    "01_gated_classifier": 44, "04_permutation_copy": 43,
+#: notebook at a time (seconds, measured 2026-11-27 on a 64-69 GFLOP/s core, chapters 4-6
+#: with their prefix live checks): the longest go first, so the two cores finish together.
+MEASURED_SECONDS = {"02_sen": 136, "03_ibm1": 93, "06_transformer": 49,
+                    "01_gated_classifier": 49, "04_permutation_copy": 43,
                     "05_multihead": 34, "07_end_token": 26}
 TIMEOUT = 1200  # seconds per cell, as _config.yml's execute.timeout
 
