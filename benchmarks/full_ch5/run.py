@@ -31,6 +31,7 @@ same ``attn_core`` (``results.json`` records which commit's).
 
     ATTN_MODE=full ATTN_CLUSTER=local:2 ATTN_CACHE=/persistent/attn_cache \\
         python benchmarks/full_ch5/run.py [--accounting] [--until screen|combos]
+        [--kinds NAME ...]
 """
 
 from __future__ import annotations
@@ -222,27 +223,43 @@ def _labels(cfg, final) -> dict[int, str]:
     return out
 
 
-def combos(cfg, labels: dict, res: Results) -> None:
-    """The runs of §3-5 at ``N_RUNS`` each: the chapter's ``combination_configs`` from the
+def combo_runs(cfg, labels: dict) -> dict:
+    """name -> run of §3-5 at ``N_RUNS`` each: the chapter's ``combination_configs`` from the
     screen's labels, then its control (the bad heads alone on the control task)."""
     cfg = replace(cfg, n_combinations=N_RUNS, n_random=N_RUNS)
     drawn = np.array([labels[s] for s in cfg.candidates(len(labels))])
     K = cfg.k_combo
+    out = {}
     for key, run in ch.combination_configs(cfg, drawn).items():
         name = f"K={key[len('random K='):]} random" if key.startswith("random K=") else \
             f"K={K} {key}"
-        res.run(name, run)
+        out[name] = run
     bad = cfg.pools(drawn)["bad"]
     # = cfg.control_run(bad) (ch5_multihead, later than d1c1a11): written out so that the
     # run also resumes on d1c1a11's attn_core, whose cache keys the first sessions' results
-    res.run("control, bad heads", cfg.heads_run(bad, [0] * len(bad), "heads-control",
-                                                copy=cfg.control_copy()))
+    out["control, bad heads"] = cfg.heads_run(bad, [0] * len(bad), "heads-control",
+                                              copy=cfg.control_copy())
+    return out
+
+
+def combos(cfg, labels: dict, res: Results, kinds: list[str] | None = None) -> None:
+    """Train :func:`combo_runs`, those named in ``kinds`` first, in that order (None: all,
+    in the chapter's order); a name that is not one of them is refused, naming them."""
+    runs = combo_runs(cfg, labels)
+    unknown = [k for k in kinds or [] if k not in runs]
+    if unknown:
+        raise SystemExit(f"--kinds: {unknown} not among {list(runs)}")
+    for name in (kinds or list(runs)):
+        res.run(name, runs[name])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--accounting", action="store_true", help="print the steps, train nothing")
     ap.add_argument("--until", choices=("screen", "combos"), default="combos")
+    ap.add_argument("--kinds", nargs="+", metavar="NAME",
+                    help="train only these runs of the combos stage, in this order (e.g. "
+                         "'K=2 random' 'control, bad heads'); default: all")
     args = ap.parse_args()
     if get_mode() != "full":
         raise SystemExit("set ATTN_MODE=full: this script runs the papers' scale")
@@ -260,7 +277,7 @@ def main() -> None:
     labels = recorded_screen(cfg, res) if args.until == "combos" else None
     labels = screen(cfg, res) if labels is None else labels
     if args.until == "combos":
-        combos(cfg, labels, res)
+        combos(cfg, labels, res, args.kinds)
     print(f"[full_ch5] done; {OUT}")
 
 
