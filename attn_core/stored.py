@@ -75,8 +75,8 @@ ENVELOPES = "envelopes.json"
 SCRIPT = "python scripts/store_results.py"
 
 #: The training steps a chapter re-runs where its live seed is only a check (chapters 4
-#: and 5 write ``stored_run(..., upto=40)`` out): the platform matrix's prefix
-#: (``scripts/platform_matrix.py``), on which every changed model fails.
+#: and 5, and five of chapter 6's six live conditions, write ``upto=40`` out): the platform
+#: matrix's prefix (``scripts/platform_matrix.py``), on which every changed model fails.
 PREFIX_STEPS = 40
 
 #: A live member passes when every difference from its record is at most FACTOR times the
