@@ -292,6 +292,21 @@ def test_a_prefix_check_sees_a_change_within_its_steps_only(store, index, caught
             stored.stored_run(TINY)
 
 
+def test_every_chapters_prefix_is_the_platform_matrix_s():
+    """The chapters write their prefix out (``upto=40``): each is PREFIX_STEPS, the prefix
+    the platform matrix measured every changed model failing on (chapters 4-6)."""
+    import re
+    from pathlib import Path
+    found = {}
+    for nb in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("0*.ipynb")):
+        cells = json.loads(nb.read_text())["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        for value in re.findall(r"\bupto=(\d+)", code):      # the numbers written out
+            found.setdefault(nb.stem[:2], set()).add(value)
+    assert {"04", "05", "06"} <= set(found), found
+    assert all(v == {str(stored.PREFIX_STEPS)} for v in found.values()), found
+
+
 @pytest.mark.parametrize("upto, err, msg", [
     (0, ValueError, "upto must be an int >= 1; got 0"), (2.0, TypeError, "upto must be an int"),
     (True, TypeError, "upto must be an int"),
