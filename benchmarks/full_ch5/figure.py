@@ -3,6 +3,9 @@ the chapter's claims at that size, checked, and the setup page's figure.
 
     python benchmarks/full_ch5/figure.py    # -> book/figures/full_ch5_rescue.png
 
+A kind of combination that ``run.py`` has not finished yet is drawn as "not run yet" and
+left out of the claims that do not need it.
+
 The claims are the chapter's (M2, M3, dyn, expr), each with the value the untrained models
 give (step 0, which must fail it), adapted where the staged screen (``run.py``) leaves out
 runs: a head is counted once; the rate of good heads p̂ is read on the first data stream,
@@ -68,12 +71,13 @@ def findings(res: dict, at: int = -1) -> dict:
     n_good, n_bad = int((labels == "good").sum()), int((labels == "bad").sum())
     runs = res["runs"]
     K = CFG.k_combo
+    # the kinds run so far (run.py records a kind when all its runs are done)
     ok = {kind: np.array([a[at] for a in runs[f"K={K} {kind}"]["token_acc"]]) > good
-          for kind in KINDS}
+          for kind in KINDS if f"K={K} {kind}" in runs}
     rates = {kind: success_rate(v) for kind, v in ok.items()}
     random_k = {1: p1, **{k: success_rate(np.array([a[at] for a in
                                                    runs[f"K={k} random"]["token_acc"]]) > good)
-                         for k in CFG.ks if k > 1}}
+                         for k in CFG.ks if k > 1 and f"K={k} random" in runs}}
     diag = {name: ch.diagonal_heads(r["head_attn_acc"], at)
             for name, r in runs.items() if name.startswith("K=")}
     won = ok["one good"]
@@ -155,10 +159,13 @@ def draw(res: dict) -> plt.Figure:
     a.legend(loc="lower right")
     # the combinations: success rates with 95 % intervals
     names = [k.replace(", ", ",\n") for k in KINDS]
-    r = np.array([F["rates"][k] for k in KINDS])
-    b.bar(range(len(KINDS)), r[:, 0], color=["C3", "C2", "C0", "C1"])
+    r = np.array([F["rates"].get(k, (np.nan,) * 3) for k in KINDS])
+    b.bar(range(len(KINDS)), np.nan_to_num(r[:, 0]), color=["C3", "C2", "C0", "C1"])
     b.errorbar(range(len(KINDS)), r[:, 0], yerr=[r[:, 0] - r[:, 1], r[:, 2] - r[:, 0]],
                fmt="none", color="k", capsize=3)
+    for i, k in enumerate(KINDS):
+        if k not in F["rates"]:
+            b.text(i, 0.05, "not run\nyet", ha="center", va="bottom", color="0.4")
     b.set_xticks(range(len(KINDS)), names)
     n = len(res["runs"][f"K={K} all bad"]["token_acc"])
     b.set(title=f"K = {K}: {n} runs of each combination", ylabel="success rate", ylim=(0, 1.05))
