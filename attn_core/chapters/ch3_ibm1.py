@@ -165,8 +165,7 @@ def _smoke_translation(config: TranslationConfig) -> TranslationConfig:
     count tables, EM and proxy velocities run over the whole corpus: at the full 20,000
     pairs they took ~40 s of a core in the test command's smoke run (2026-11-27), work that
     checks no more plumbing than 2,000 pairs do."""
-    return replace(config, seeds=tuple(config.seeds)[:1],
-                   n_pairs=min(config.n_pairs, SMOKE_PAIRS))
+    return replace(first_seeds(1)(config), n_pairs=min(config.n_pairs, SMOKE_PAIRS))
 
 
 TRANSLATION = Preset(
