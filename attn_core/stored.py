@@ -138,13 +138,16 @@ def _sha256(path: Path) -> str:
 
 def _stored_files() -> list[Path]:
     """Every file the manifest covers: the entries, the envelopes, chapter 6's two sweeps
-    and chapter 7's two."""
+    and chapter 7's five (its sweep, the Transformer's and chapter 5's rescue rows, the
+    step-0 pushes and their test on fresh seeds)."""
     from .chapters.ch6_transformer import FULL_SWEEP_FILE, SWEEP_FILE
+    from .chapters.ch7_end_token import HELD_OUT_FILE, PUSH_FILE, RESCUE_FILE
     from .chapters.ch7_end_token import SWEEP_FILE as CH7_SWEEP
     from .chapters.ch7_end_token import TRANSFORMER_FILE as CH7_TRANSFORMER
     files = sorted(STORE.glob("*.npz"))
     return files + [p for p in (STORE / ENVELOPES, SWEEP_FILE, FULL_SWEEP_FILE, CH7_SWEEP,
-                                CH7_TRANSFORMER) if p.exists()]
+                                CH7_TRANSFORMER, RESCUE_FILE, PUSH_FILE, HELD_OUT_FILE)
+                                if p.exists()]
 
 
 def _relative(path: Path) -> str:

@@ -382,3 +382,231 @@ def test_copy_only_scores_the_copied_words_and_not_the_end_step():
     assert out["copy_acc"].tolist() == [pytest.approx(5 / 6)]    # 6 words, 5 right
     with pytest.raises(ValueError, match=r"^vocab must be"):
         ch.CopyOnly(0)
+
+
+def test_the_rescue_rows_are_chapter_5s_model_with_and_without_the_end_token():
+    from attn_core.chapters import ch5_multihead as ch5
+
+    cfg5 = ch5.RESCUE.fast
+    rows = ch.load_rescue()
+    for name, (k, eos) in ch.RESCUE_ROWS.items():
+        cfg = ch.rescue_config(name)
+        assert cfg.copy == replace(cfg5.copy, heads=k, eos=eos)
+        assert (cfg.base_seed, cfg.head_proj, cfg.head_reduce) == (0, True, "mean")
+        assert len(cfg.head_seeds) == len(rows[name]["seeds"]) == 40
+        assert len(set(cfg.head_seeds)) == 40                # fresh heads, none repeated
+        # the same heads and data with and without the end token
+        other = ch.rescue_config(name.replace("none", "end token") if not eos else
+                                 name.replace("end token", "none"))
+        assert (other.head_seeds, other.data_seeds) == (cfg.head_seeds, cfg.data_seeds)
+    with pytest.raises(ValueError, match=r"^row must be one of"):
+        ch.rescue_config("2 heads, none")
+    with pytest.raises(ValueError, match=r"^seeds"):
+        ch.rescue_config("1 head, none", seeds=[-1])
+
+
+def test_the_rescue_rows_without_the_end_token_begin_with_chapter_5s_random_runs():
+    # chapter 5's random K = 4 combinations, stored with the package (trained by
+    # chapter 5's own code): the first runs of the row without the end token are them
+    from attn_core.chapters import ch5_multihead as ch5
+    from attn_core.stored import _load_entry
+
+    cfg5 = ch5.RESCUE.fast
+    n = cfg5.n_combinations
+    heads = ch5.head_combinations({"random": cfg5.fresh_heads(4)}, "random", 4, n)
+    mine = ch.rescue_config("4 heads, none", seeds=range(n))
+    assert [list(h) for h in mine.head_seeds] == heads
+    assert list(mine.data_seeds) == cfg5.combination_data()
+    h5 = _load_entry(cfg5.heads_run(heads, cfg5.combination_data(), "heads-random"))
+    row = ch.load_rescue()["4 heads, none"]
+    assert row["eval_steps"] == list(h5.eval_steps)
+    np.testing.assert_allclose(np.array(row["token_acc"])[:n], h5.metrics["token_acc"],
+                               atol=6e-5)
+    np.testing.assert_allclose(np.array(row["head_attn_acc"])[:n],
+                               h5.probes["head_attn_acc"], atol=6e-5)
+
+
+def test_load_rescue_refuses_a_row_of_another_configuration(tmp_path):
+    import json
+
+    rows = json.loads(ch.RESCUE_FILE.read_text())
+    rows["4 heads, end token"]["config"] = rows["4 heads, none"]["config"]
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"row '4 heads, end token' was computed with "
+                                         r"another configuration than rescue_config"):
+        ch.load_rescue(bad)
+    rows = json.loads(ch.RESCUE_FILE.read_text())
+    rows["1 head, none"]["copy_acc"] = rows["1 head, none"]["copy_acc"][:-1]
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"row '1 head, none'.*'copy_acc' has shape"):
+        ch.load_rescue(bad)
+    del rows["1 head, none"]
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"has no row '1 head, none'"):
+        ch.load_rescue(bad)
+
+
+# ------------------------------------------------- does the first step predict the outcome?
+def _pairwise_auc(score, ok):
+    pos, neg = score[ok], score[~ok]
+    return float((pos[:, None] > neg[None, :]).mean()
+                 + 0.5 * (pos[:, None] == neg[None, :]).mean())
+
+
+def test_outcome_auc_is_the_share_of_pairs_ordered_with_ties_counted_half():
+    ok = np.array([True, True, False, False])
+    assert ch.outcome_auc([3.0, 4.0, 1.0, 2.0], ok)[0] == 1.0
+    assert ch.outcome_auc([1.0, 2.0, 3.0, 4.0], ok)[0] == 0.0
+    assert ch.outcome_auc([1.0, 1.0, 1.0, 1.0], ok)[0] == 0.5
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        score = rng.integers(0, 6, 30).astype(float)          # many ties
+        ok = rng.random(30) < 0.4
+        if 0 < ok.sum() < 30:
+            assert ch.outcome_auc(score, ok, shuffles=10)[0] == pytest.approx(
+                _pairwise_auc(score, ok), abs=1e-12)
+
+
+def test_outcome_auc_p_value_is_small_for_a_perfect_sort_and_large_for_noise():
+    ok = np.arange(40) < 20
+    a, p = ch.outcome_auc(np.arange(40.0)[::-1], ok)          # every success above
+    assert a == 1.0 and p < 1e-3
+    a, p = ch.outcome_auc(np.arange(40.0), ok)                 # every success below
+    assert a == 0.0 and p < 1e-3                               # two-sided
+    noise = np.random.default_rng(0).normal(size=40)
+    assert ch.outcome_auc(noise, ok)[1] > 0.05
+    assert ch.outcome_auc(noise, ok, seed=1) != ch.outcome_auc(noise, ok, seed=2)
+    assert ch.outcome_auc(noise, ok, seed=1) == ch.outcome_auc(noise, ok, seed=1)
+
+
+@pytest.mark.parametrize("score, ok, match", [
+    ([1.0, 2.0], [True, True], r"^ok must hold runs that succeed and runs that fail"),
+    ([1.0, 2.0], [1, 0], r"^ok must be a bool array"),
+    ([1.0, 2.0, 3.0], [True, False], r"^ok must be a bool array of the score's shape"),
+    ([1.0, float("nan")], [True, False], r"^score must be a 1-D array of at least 2 finite"),
+    ([[1.0, 2.0]], [[True, False]], r"^score must be a 1-D array"),
+])
+def test_outcome_auc_refuses_what_it_cannot_rank(score, ok, match):
+    with pytest.raises(ValueError, match=match):
+        ch.outcome_auc(score, np.asarray(ok))
+
+
+def test_push_prediction_of_the_stored_pushes():
+    pushes, rows = ch.load_push(), ch.load_sweep()
+    assert list(pushes["_about"]) and set(ch.PUSH_ROWS) <= set(pushes)
+    pred = ch.push_prediction(pushes, rows)
+    assert list(pred) == list(ch.PUSH_ROWS)
+    for name, r in pred.items():
+        ok = np.array(rows[name]["copy_acc"])[:, -1] > ch.SUCCESS_LEVEL
+        assert (r["k"], r["n"]) == (ok.sum(), 40)
+        assert r["auc"] == pytest.approx(
+            _pairwise_auc(np.array(pushes[name]["push_diag_copy"]), ok), abs=1e-12)
+    # at step 0 no run copies: nothing to sort
+    at0 = {n: {"copy_acc": np.array(rows[n]["copy_acc"])[:, :1]} for n in ch.PUSH_ROWS}
+    assert all(r["auc"] is None and r["k"] == 0 for r in
+               ch.push_prediction(pushes, at0).values())
+    with pytest.raises(ValueError, match=r"^rows must hold the sweep rows \['none, L=20'\]"):
+        ch.push_prediction({"none, L=20": pushes["none, L=20"]}, {})
+    with pytest.raises(TypeError, match=r"^pushes must be the stored push rows"):
+        ch.push_prediction({}, rows)
+
+
+def test_the_stored_push_is_computed_again_and_a_changed_one_fails():
+    pushes = ch.load_push()
+    assert ch.check_push(pushes) <= ch.PUSH_TOLERANCE
+    assert ch.check_push(pushes, "none, L=20", seed=3) <= ch.PUSH_TOLERANCE
+    # another seed's push stored in seed 0's place: far beyond the tolerance
+    changed = {"both, L=20": dict(pushes["both, L=20"])}
+    values = list(changed["both, L=20"]["push_diag_copy"])
+    values[0] = values[1]
+    changed["both, L=20"]["push_diag_copy"] = values
+    assert ch.check_push(changed) > 100 * ch.PUSH_TOLERANCE
+    with pytest.raises(ValueError, match=r"^seed must be one of the row's seeds 0-39"):
+        ch.check_push(pushes, seed=40)
+    with pytest.raises(ValueError, match=r"^row must be one of"):
+        ch.check_push(pushes, "both, L=10")
+
+
+def test_push_config_is_the_sweep_runs_first_step_probed():
+    for name in ch.PUSH_ROWS:
+        cfg, run = ch.push_config(name), ch.sweep_config(name)
+        assert replace(cfg, steps=run.steps, eval_every=run.eval_every, push=False) == run
+        assert (cfg.steps, cfg.eval_every, cfg.push) == (1, 1, True)
+
+
+def test_load_push_refuses_a_row_of_another_configuration(tmp_path):
+    import json
+
+    rows = json.loads(ch.PUSH_FILE.read_text())
+    rows["both, L=20"]["config"] = rows["none, L=20"]["config"]
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"row 'both, L=20' was computed with another "
+                                         r"configuration than push_config"):
+        ch.load_push(bad)
+    rows = json.loads(ch.PUSH_FILE.read_text())
+    rows["none, L=20"]["push_diag_copy"] = rows["none, L=20"]["push_diag_copy"][:-1]
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"row 'none, L=20'.*'push_diag_copy' has shape"):
+        ch.load_push(bad)
+
+
+def test_draw_push_draws_every_run_of_every_condition():
+    import matplotlib.pyplot as plt
+
+    fig = ch.draw_push(ch.load_push(), ch.load_sweep())
+    ax = fig.axes[0]
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 40 * len(ch.PUSH_ROWS)
+    assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["no end token", "both sides"]
+    plt.close(fig)
+
+
+def test_the_held_out_rows_are_the_same_conditions_on_fresh_seeds():
+    assert not set(ch.HELD_OUT_SEEDS) & set(ch.SEEDS)
+    assert set(ch.HELD_OUT_ROWS) <= set(ch.PUSH_ROWS)
+    for name in ch.HELD_OUT_ROWS:
+        assert ch.held_out_config(name) == ch.sweep_config(name, ch.HELD_OUT_SEEDS)
+    with pytest.raises(ValueError, match=r"^row must be one of"):
+        ch.held_out_config("both, L=20")      # where seeds 0-39 found no prediction
+    rows = ch.load_held_out()
+    for name in ch.HELD_OUT_ROWS:
+        acc = np.array(rows[name]["copy_acc"])
+        assert acc.shape == (40, 2) and (acc[:, 0] < 0.2).all()   # step 0: guessing
+
+
+def test_held_out_auc_averages_the_conditions_and_tests_within_each():
+    ranked = list(np.arange(40.0))
+    perfect = {"push_diag_copy": ranked,
+               "copy_acc": [[0.05, 1.0 if i >= 20 else 0.3] for i in range(40)]}
+    noise = {"push_diag_copy": list(np.random.default_rng(1).normal(size=40)),
+             "copy_acc": [[0.05, 1.0 if i % 2 else 0.3] for i in range(40)]}
+    none_copy = {"push_diag_copy": ranked, "copy_acc": [[0.05, 0.3]] * 40}
+    got = ch.held_out_auc({"a": perfect, "b": none_copy})
+    assert got["rows"]["a"]["auc"] == 1.0 and got["rows"]["b"]["auc"] is None
+    assert got["mean_auc"] == 0.75 and got["p"] < 1e-3       # b counts 0.5
+    assert ch.held_out_auc({"a": perfect}, step="first") == {
+        "rows": {"a": {"k": 0, "n": 40, "auc": None}}, "mean_auc": 0.5, "p": 1.0}
+    assert ch.held_out_auc({"b": noise})["p"] > 0.05
+    with pytest.raises(ValueError, match=r"^step must be one of"):
+        ch.held_out_auc({"a": perfect}, step=0)
+    with pytest.raises(TypeError, match=r"^rows must be the stored held-out rows"):
+        ch.held_out_auc({"_about": "x"})
+
+
+def test_load_held_out_refuses_a_row_of_another_configuration(tmp_path):
+    import json
+
+    rows = json.loads(ch.HELD_OUT_FILE.read_text())
+    rows["none, L=20"]["config"] = rows["target, L=20"]["config"]
+    bad = tmp_path / "h.json"
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"row 'none, L=20' was computed with another "
+                                         r"configuration than held_out_config"):
+        ch.load_held_out(bad)
+    rows = json.loads(ch.HELD_OUT_FILE.read_text())
+    rows["start, L=20"]["eval_steps"] = [0, 200]
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"row 'start, L=20' does not hold the seeds and "
+                                         r"evaluation steps"):
+        ch.load_held_out(bad)
