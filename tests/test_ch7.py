@@ -588,7 +588,9 @@ def test_held_out_auc_averages_the_conditions_and_tests_within_each():
     assert ch.held_out_auc({"a": perfect}, step="first") == {
         "rows": {"a": {"k": 0, "n": 40, "auc": None}}, "mean_auc": 0.5, "p": 1.0}
     assert ch.held_out_auc({"b": noise})["p"] > 0.05
-    with pytest.raises(ValueError, match=r"^step must be one of"):
+    with pytest.raises(ValueError, match=r"^step must be one of \('first', 'last'\)"):
+        ch.held_out_auc({"a": perfect}, step="middle")
+    with pytest.raises(TypeError, match=r"^step must be one of .*; got int 0"):
         ch.held_out_auc({"a": perfect}, step=0)
     with pytest.raises(TypeError, match=r"^rows must be the stored held-out rows"):
         ch.held_out_auc({"_about": "x"})

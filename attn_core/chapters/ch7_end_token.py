@@ -1101,7 +1101,9 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
     seeded by ``seed``: the share at least as large)."""
     if not isinstance(rows, dict) or not [n for n in rows if not n.startswith("_")]:
         raise TypeError("rows must be the stored held-out rows (load_held_out)")
-    names = [n for n in rows if not n.startswith("_")]
+    names = sorted((n for n in rows if not n.startswith("_")),     # HELD_OUT_ROWS's order
+                   key=lambda n: (HELD_OUT_ROWS.index(n) if n in HELD_OUT_ROWS
+                                  else len(HELD_OUT_ROWS), n))
     level = check_real("level", level, 0.0, 1.0)
     j = {"first": 0, "last": -1}[check_choice("step", step, ("first", "last"))]
     shuffles = check_int("shuffles", shuffles, 1)
