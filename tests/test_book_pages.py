@@ -40,7 +40,7 @@ GLOSSARY_TERMS = (
     "identity", "fast mode", "full mode", "stored run", "uniform attention",
     "Luong attention", "attention score", "embedding norm", "topic word", "keyword",
     "permutation copy", "control task", "success", "Predict box", "attention sink",
-    "end step",
+    "end step", "push",
 )
 
 # {term}`NAME` or {term}`shown text <NAME>`; the role's text may run over a line break.
