@@ -403,6 +403,13 @@ def test_the_rescue_rows_are_chapter_5s_model_with_and_without_the_end_token():
         ch.rescue_config("2 heads, none")
     with pytest.raises(ValueError, match=r"^seeds"):
         ch.rescue_config("1 head, none", seeds=[-1])
+    # run 100 would take chapter 5's random-K data streams (200 + i) at K = 4
+    with pytest.raises(ValueError, match=r"^seeds must be run indices 0-99 .*; got 100"):
+        ch.rescue_config("4 heads, none", seeds=[3, 100])
+    # a row of some runs records which runs
+    some = ch.rescue_config("4 heads, end token", seeds=[5, 7])
+    assert ch._rescue_runs(some) == [5, 7]
+    assert some.head_seeds == ch.rescue_config("4 heads, end token").head_seeds[5:8:2]
 
 
 def test_the_rescue_rows_without_the_end_token_begin_with_chapter_5s_random_runs():
@@ -471,7 +478,7 @@ def test_outcome_auc_is_the_share_of_pairs_ordered_with_ties_counted_half():
 def test_outcome_auc_p_value_is_small_for_a_perfect_sort_and_large_for_noise():
     ok = np.arange(40) < 20
     a, p = ch.outcome_auc(np.arange(40.0)[::-1], ok)          # every success above
-    assert a == 1.0 and p < 1e-3
+    assert a == 1.0 and p == 1 / 20001                         # never 0: (1 + 0) / (1 + n)
     a, p = ch.outcome_auc(np.arange(40.0), ok)                 # every success below
     assert a == 0.0 and p < 1e-3                               # two-sided
     noise = np.random.default_rng(0).normal(size=40)
@@ -482,7 +489,6 @@ def test_outcome_auc_p_value_is_small_for_a_perfect_sort_and_large_for_noise():
 
 @pytest.mark.parametrize("score, ok, match", [
     ([1.0, 2.0], [True, True], r"^ok must hold runs that succeed and runs that fail"),
-    ([1.0, 2.0], [1, 0], r"^ok must be a bool array"),
     ([1.0, 2.0, 3.0], [True, False], r"^ok must be a bool array of the score's shape"),
     ([1.0, float("nan")], [True, False], r"^score must be a 1-D array of at least 2 finite"),
     ([[1.0, 2.0]], [[True, False]], r"^score must be a 1-D array"),
@@ -490,6 +496,13 @@ def test_outcome_auc_p_value_is_small_for_a_perfect_sort_and_large_for_noise():
 def test_outcome_auc_refuses_what_it_cannot_rank(score, ok, match):
     with pytest.raises(ValueError, match=match):
         ch.outcome_auc(score, np.asarray(ok))
+
+
+def test_outcome_auc_refuses_what_is_not_numbers_and_outcomes():
+    with pytest.raises(TypeError, match=r"^ok must be a bool array; got dtype int"):
+        ch.outcome_auc([1.0, 2.0], np.array([1, 0]))
+    with pytest.raises(TypeError, match=r"^score must be an array of numbers; got list"):
+        ch.outcome_auc(["a", "b"], np.array([True, False]))
 
 
 def test_push_prediction_of_the_stored_pushes():
@@ -502,10 +515,15 @@ def test_push_prediction_of_the_stored_pushes():
         assert (r["k"], r["n"]) == (ok.sum(), 40)
         assert r["auc"] == pytest.approx(
             _pairwise_auc(np.array(pushes[name]["push_diag_copy"]), ok), abs=1e-12)
-    # at step 0 no run copies: nothing to sort
+    # at step 0 no run copies, and where every run copies: nothing to sort
     at0 = {n: {"copy_acc": np.array(rows[n]["copy_acc"])[:, :1]} for n in ch.PUSH_ROWS}
     assert all(r["auc"] is None and r["k"] == 0 for r in
                ch.push_prediction(pushes, at0).values())
+    every = {n: {"copy_acc": np.ones((40, 1))} for n in ch.PUSH_ROWS}
+    assert all(r["auc"] is None and r["k"] == 40 for r in
+               ch.push_prediction(pushes, every).values())
+    with pytest.raises(TypeError, match=r"^pushes must be the stored push rows .*holds none"):
+        ch.push_prediction({"_about": "a note"}, rows)
     with pytest.raises(ValueError, match=r"^rows must hold the sweep rows \['none, L=20'\]"):
         ch.push_prediction({"none, L=20": pushes["none, L=20"]}, {})
     with pytest.raises(TypeError, match=r"^pushes must be the stored push rows"):
@@ -582,9 +600,17 @@ def test_held_out_auc_averages_the_conditions_and_tests_within_each():
     noise = {"push_diag_copy": list(np.random.default_rng(1).normal(size=40)),
              "copy_acc": [[0.05, 1.0 if i % 2 else 0.3] for i in range(40)]}
     none_copy = {"push_diag_copy": ranked, "copy_acc": [[0.05, 0.3]] * 40}
+    all_copy = {"push_diag_copy": ranked, "copy_acc": [[0.05, 1.0]] * 40}
     got = ch.held_out_auc({"a": perfect, "b": none_copy})
     assert got["rows"]["a"]["auc"] == 1.0 and got["rows"]["b"]["auc"] is None
     assert got["mean_auc"] == 0.75 and got["p"] < 1e-3       # b counts 0.5
+    got = ch.held_out_auc({"a": perfect, "c": all_copy, "b": none_copy})
+    assert got["rows"]["c"] == {"k": 40, "n": 40, "auc": None}
+    assert got["mean_auc"] == pytest.approx(2 / 3)            # c and b count 0.5
+    with pytest.raises(ValueError, match=r"^rows must be held-out rows .*row 'a'"):
+        ch.held_out_auc({"a": {"push_diag_copy": ranked, "copy_acc": [0.3] * 40}})
+    with pytest.raises(ValueError, match=r"^rows must be held-out rows .*row 'a'.*shape"):
+        ch.held_out_auc({"a": {**perfect, "push_diag_copy": ranked[:-1]}})
     assert ch.held_out_auc({"a": perfect}, step="first") == {
         "rows": {"a": {"k": 0, "n": 40, "auc": None}}, "mean_auc": 0.5, "p": 1.0}
     assert ch.held_out_auc({"b": noise})["p"] > 0.05

@@ -821,19 +821,36 @@ _RESCUE_SCRIPT = "python benchmarks/ch7_end_token/rescue.py"
 _RESCUE_KEYS = ("copy_acc", "token_acc", "head_attn_acc")
 
 
+#: Run indices a rescue row may use: chapter 5's data streams of one kind are 100 apart
+#: (combination runs from 100, random-K runs from 200), so run 100 would take another
+#: kind's stream.
+RESCUE_MAX_RUNS = 100
+
+
+def _rescue_first_stream(k: int) -> int:
+    cfg = RESCUE.fast
+    return cfg.COMBINATION_DATA if k == cfg.k_combo else cfg.RANDOM_DATA
+
+
 def rescue_config(row: str, seeds: Sequence[int] | None = None) -> EndHeadsRun:
-    """Row ``row`` of :data:`RESCUE_ROWS`: run ``s`` of ``seeds`` (default :data:`SEEDS`)
-    is chapter 5's fast model with the ``s``-th block of K fresh random heads
-    (``RESCUE.fast.fresh_heads(K)``) on chapter 5's data stream for it (its combination
-    streams at K = ``k_combo``, its random-K streams otherwise), so that the rows without the
-    end token at K = 4 begin with chapter 5's own random combinations."""
+    """Row ``row`` of :data:`RESCUE_ROWS`: run ``s`` of ``seeds`` (run indices 0-99;
+    default :data:`SEEDS`) is chapter 5's fast model with the ``s``-th block of K fresh
+    random heads (``RESCUE.fast.fresh_heads(K)``) on chapter 5's data stream for it (its
+    combination streams at K = ``k_combo``, its random-K streams otherwise), so that the rows
+    without the end token at K = 4 begin with chapter 5's own random combinations. Every run
+    shares chapter 5's one base initialisation (its protocol): the runs differ in their
+    heads and data only."""
     row = check_choice("row", row, tuple(RESCUE_ROWS))
     seeds = tuple(check_seeds("seeds", SEEDS if seeds is None else seeds))
+    if max(seeds) >= RESCUE_MAX_RUNS:
+        raise ValueError(f"seeds must be run indices 0-{RESCUE_MAX_RUNS - 1} (a higher run "
+                         f"would take another kind of chapter 5's data streams); got "
+                         f"{max(seeds)}")
     k, eos = RESCUE_ROWS[row]
     cfg = RESCUE.fast
     fresh = cfg.fresh_heads(k)
     heads = [fresh[s] if k == 1 else tuple(fresh[k * s:k * (s + 1)]) for s in seeds]
-    first = cfg.COMBINATION_DATA if k == cfg.k_combo else cfg.RANDOM_DATA
+    first = _rescue_first_stream(k)
     tag = f"heads-endtok-K{k}-{'eos' if eos else 'none'}"
     run = cfg.heads_run(heads, [first + s for s in seeds], tag,
                         copy=replace(cfg.copy, eos=eos))
@@ -844,7 +861,7 @@ def rescue_row(cfg: EndHeadsRun, h) -> dict:
     """A stored rescue row: configuration, seeds (the runs' indices), evaluation steps and
     every evaluation's copy and token accuracy and each head's attention accuracy (4
     decimals)."""
-    row = {"config": config_record(cfg), "seeds": list(range(len(cfg.head_seeds))),
+    row = {"config": config_record(cfg), "seeds": _rescue_runs(cfg),
            "eval_steps": np.asarray(h.eval_steps).tolist()}
     for k in _RESCUE_KEYS:
         v = h.probes[k] if k in h.probes else h.metrics[k]
@@ -852,12 +869,18 @@ def rescue_row(cfg: EndHeadsRun, h) -> dict:
     return row
 
 
+def _rescue_runs(cfg: EndHeadsRun) -> list[int]:
+    """The run indices of a :func:`rescue_config` (from its data streams)."""
+    first = _rescue_first_stream(cfg.copy.heads)
+    return [int(d) - first for d in cfg.data_seeds]
+
+
 def _check_rescue_row(path, name, row, cfg, script=_RESCUE_SCRIPT):
     steps = _eval_schedule(cfg.copy.steps, cfg.copy.eval_every)
     n = len(cfg.head_seeds)
     fix = f"run {script}"
     if not isinstance(row, dict) or row.get("eval_steps") != steps \
-            or row.get("seeds") != list(range(n)):
+            or row.get("seeds") != _rescue_runs(cfg):
         raise ValueError(f"the stored rows {path}: row {name!r} does not hold the runs and "
                          f"evaluation steps of its configuration: {fix}")
     check_row_arrays(path, name, row, {"copy_acc": (n, len(steps)),
@@ -915,32 +938,50 @@ def load_push(path: str | Path | None = None) -> dict:
                       _PUSH_SCRIPT, push_row, _check_push_row)
 
 
-def outcome_auc(score, ok, shuffles: int = 4000, seed: int = 0) -> tuple[float, float]:
-    """How well ``score`` (one number a run) separates the runs that succeed (``ok`` True)
-    from those that fail: the area under the ROC curve, P(a successful run scores above a
-    failed one, ties counted half), and its permutation p-value (``shuffles`` random
-    reassignments of the outcomes, seeded by ``seed``; two-sided: the share of shuffles at
-    least as far from 0.5)."""
-    score = np.asarray(score, dtype=float)
-    ok = np.asarray(ok)
-    if score.ndim != 1 or score.size < 2 or not np.isfinite(score).all():
-        raise ValueError(f"score must be a 1-D array of at least 2 finite numbers; got "
-                         f"shape {score.shape}")
-    if ok.shape != score.shape or ok.dtype != bool:
-        raise ValueError(f"ok must be a bool array of the score's shape {score.shape}; got "
-                         f"{ok.dtype} {ok.shape}")
-    if ok.all() or not ok.any():
-        raise ValueError("ok must hold runs that succeed and runs that fail: the AUC "
-                         "compares the two")
-    shuffles = check_int("shuffles", shuffles, 1)
-    seed = check_int("seed", seed, 0)
-    # ranks, ties averaged: the Mann-Whitney form of the AUC
+def _ranks(score: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``score``, ties given their mean rank (the Mann-Whitney form)."""
     order = np.argsort(score, kind="stable")
     ranks = np.empty(score.size)
     ranks[order] = np.arange(1, score.size + 1)
     for v in np.unique(score):
         tie = score == v
         ranks[tie] = ranks[tie].mean()
+    return ranks
+
+
+def _runs(score, ok, what: str = "score") -> tuple[np.ndarray, np.ndarray]:
+    """``score`` as a 1-D float array of finite numbers and ``ok`` as a bool array of its
+    shape; TypeError or ValueError naming them otherwise."""
+    try:
+        score = np.asarray(score, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an array of numbers; got "
+                        f"{type(score).__name__}") from None
+    if score.ndim != 1 or score.size < 2 or not np.isfinite(score).all():
+        raise ValueError(f"{what} must be a 1-D array of at least 2 finite numbers; got "
+                         f"shape {score.shape}")
+    ok = np.asarray(ok)
+    if ok.dtype != bool:
+        raise TypeError(f"ok must be a bool array; got dtype {ok.dtype}")
+    if ok.shape != score.shape:
+        raise ValueError(f"ok must be a bool array of the {what}'s shape {score.shape}; got "
+                         f"{ok.shape}")
+    return score, ok
+
+
+def outcome_auc(score, ok, shuffles: int = 20000, seed: int = 0) -> tuple[float, float]:
+    """How well ``score`` (one number a run) separates the runs that succeed (``ok`` True)
+    from those that fail: the area under the ROC curve, P(a successful run scores above a
+    failed one, ties counted half), and its permutation p-value (``shuffles`` random
+    reassignments of the outcomes, seeded by ``seed``; two-sided: (1 + the shuffles at least
+    as far from 0.5) / (1 + ``shuffles``), never 0)."""
+    score, ok = _runs(score, ok)
+    if ok.all() or not ok.any():
+        raise ValueError("ok must hold runs that succeed and runs that fail: the AUC "
+                         "compares the two")
+    shuffles = check_int("shuffles", shuffles, 1)
+    seed = check_int("seed", seed, 0)
+    ranks = _ranks(score)
     n_pos, n_neg = int(ok.sum()), int((~ok).sum())
 
     def auc(labels):
@@ -949,7 +990,7 @@ def outcome_auc(score, ok, shuffles: int = 4000, seed: int = 0) -> tuple[float, 
     a = float(auc(ok.astype(float)))
     rng = np.random.default_rng(seed)
     null = auc(rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1))
-    p = float((np.abs(null - 0.5) >= abs(a - 0.5) - 1e-12).mean())
+    p = float((1 + (np.abs(null - 0.5) >= abs(a - 0.5) - 1e-12).sum()) / (1 + shuffles))
     return a, p
 
 
@@ -963,6 +1004,8 @@ def push_prediction(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL) -> d
     # in PUSH_ROWS's order; "_about" is the file's note
     names = sorted((n for n in pushes if not n.startswith("_")),
                    key=lambda n: (PUSH_ROWS.index(n) if n in PUSH_ROWS else len(PUSH_ROWS), n))
+    if not names:
+        raise TypeError("pushes must be the stored push rows (load_push): it holds none")
     _check_rows(rows, names)
     out = {}
     for name in names:
@@ -1003,9 +1046,10 @@ def check_push(pushes: dict, row: str = "both, L=20", seed: int = 0) -> float:
 
 
 def draw_push(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL):
-    """Every condition of ``pushes`` (:func:`load_push`): each run's step-0 push (divided by
-    the condition's standard deviation, sign kept), green where the run copies (the sweep ``rows``, copy accuracy above ``level`` at step
-    300), grey where it fails, with the AUC of :func:`push_prediction` at the right."""
+    """Every condition of ``pushes`` (:func:`load_push`): each run's step-0 push (divided
+    by the condition's standard deviation, sign kept), green where the run copies (the
+    sweep ``rows``, copy accuracy above ``level`` at step 300), grey where it fails, with
+    the AUC of :func:`push_prediction` at the right."""
     import matplotlib.pyplot as plt
 
     pred = push_prediction(pushes, rows, level)
@@ -1091,14 +1135,14 @@ HELD_OUT_MIN_AUC = 0.6
 
 
 def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
-                 shuffles: int = 4000, seed: int = 0) -> dict:
+                 shuffles: int = 20000, seed: int = 0) -> dict:
     """The push's prediction on the held-out ``rows`` (:func:`load_held_out`), each run
     counted a success when its copy accuracy at ``step`` ("last", or "first": step 0, the
     untrained model) is above ``level``: each condition's successes and AUC
     (:func:`outcome_auc`), their mean -- a condition where every run copies or none does
     counts 0.5 there, since the push can sort nothing -- and the one-sided permutation p
     of that mean (``shuffles`` reassignments of the outcomes, each within its condition,
-    seeded by ``seed``: the share at least as large)."""
+    seeded by ``seed``: (1 + the shuffles at least as large) / (1 + ``shuffles``))."""
     if not isinstance(rows, dict) or not [n for n in rows if not n.startswith("_")]:
         raise TypeError("rows must be the stored held-out rows (load_held_out)")
     names = sorted((n for n in rows if not n.startswith("_")),     # HELD_OUT_ROWS's order
@@ -1110,16 +1154,18 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
     rng = np.random.default_rng(check_int("seed", seed, 0))
     out, aucs, nulls = {}, [], []
     for name in names:
-        score = np.asarray(rows[name]["push_diag_copy"], dtype=float)
-        ok = np.asarray(rows[name]["copy_acc"], dtype=float)[:, j] > level
+        row = rows[name]
+        try:
+            acc = np.asarray(row["copy_acc"], dtype=float)
+            score, ok = _runs(row["push_diag_copy"], acc[:, j] > level,
+                              f"rows[{name!r}]['push_diag_copy']")
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ValueError(f"rows must be held-out rows (copy_acc (runs, 2) and "
+                             f"push_diag_copy (runs,)); row {name!r}: {e}") from None
         k, n = int(ok.sum()), int(ok.size)
         if 0 < k < n:
             a, _ = outcome_auc(score, ok, shuffles=1)
-            order = np.argsort(score, kind="stable")
-            ranks = np.empty(n)
-            ranks[order] = np.arange(1, n + 1)
-            for v in np.unique(score):
-                ranks[score == v] = ranks[score == v].mean()
+            ranks = _ranks(score)
             perm = rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1)
             nulls.append((perm @ ranks - k * (k + 1) / 2) / (k * (n - k)))
         else:
@@ -1128,5 +1174,5 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
         aucs.append(0.5 if a is None else a)
         out[name] = {"k": k, "n": n, "auc": a}
     mean = float(np.mean(aucs))
-    p = float((np.mean(nulls, axis=0) >= mean - 1e-12).mean())
+    p = float((1 + (np.mean(nulls, axis=0) >= mean - 1e-12).sum()) / (1 + shuffles))
     return {"rows": out, "mean_auc": mean, "p": p}

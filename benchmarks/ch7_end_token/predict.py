@@ -5,7 +5,7 @@ the mechanism runs), the step-0 push on the diagonal margin from the copied word
 initialisation, raises the attention score of the aligned position above the source mean),
 and the area under the ROC curve of that push against the run's outcome in the stored sweep
 (copy accuracy above 0.95 at step 300), with a permutation p-value
-(``ch7_end_token.outcome_auc``: 4,000 shuffles of the outcomes, two-sided around 0.5).
+(``ch7_end_token.outcome_auc``: 20,000 shuffles of the outcomes, two-sided around 0.5).
 
     python benchmarks/ch7_end_token/predict.py           # the table, from the stored pushes
     ATTN_MODE=fast python benchmarks/ch7_end_token/predict.py --write
@@ -84,14 +84,15 @@ def main() -> None:
     pred = ch.push_prediction(ch.load_push(), ch.load_sweep())
     print(f"{'condition':24s} {'copy':>5s}  {'AUC, step-0 push':>16s}  {'p':>6s}")
     for name, r in pred.items():
-        print(f"{name:24s} {r['k']:2d}/{r['n']:<2d} {r['auc']:>16.2f}  {r['p']:>6.3f}")
+        auc, p = ("-", "-") if r["auc"] is None else (f"{r['auc']:.2f}", f"{r['p']:.2g}")
+        print(f"{name:24s} {r['k']:2d}/{r['n']:<2d} {auc:>16s}  {p:>6s}")
     if ch.HELD_OUT_FILE.exists():
         test = ch.held_out_auc(ch.load_held_out())
         print("held out, seeds 40-79:")
         for name, r in test["rows"].items():
             auc = "-" if r["auc"] is None else f"{r['auc']:.2f}"
             print(f"{name:24s} {r['k']:2d}/{r['n']:<2d} {auc:>16s}")
-        print(f"mean AUC {test['mean_auc']:.3f}, one-sided p {test['p']:.4f}")
+        print(f"mean AUC {test['mean_auc']:.3f}, one-sided p {test['p']:.2g}")
 
 
 if __name__ == "__main__":
