@@ -433,27 +433,6 @@ def test_the_rescue_rows_without_the_end_token_begin_with_chapter_5s_random_runs
                                h5.probes["head_attn_acc"], atol=6e-5)
 
 
-def test_load_rescue_refuses_a_row_of_another_configuration(tmp_path):
-    import json
-
-    rows = json.loads(ch.RESCUE_FILE.read_text())
-    rows["4 heads, end token"]["config"] = rows["4 heads, none"]["config"]
-    bad = tmp_path / "r.json"
-    bad.write_text(json.dumps(rows))
-    with pytest.raises(ValueError, match=r"row '4 heads, end token' was computed with "
-                                         r"another configuration than rescue_config"):
-        ch.load_rescue(bad)
-    rows = json.loads(ch.RESCUE_FILE.read_text())
-    rows["1 head, none"]["copy_acc"] = rows["1 head, none"]["copy_acc"][:-1]
-    bad.write_text(json.dumps(rows))
-    with pytest.raises(ValueError, match=r"row '1 head, none'.*'copy_acc' has shape"):
-        ch.load_rescue(bad)
-    del rows["1 head, none"]
-    bad.write_text(json.dumps(rows))
-    with pytest.raises(ValueError, match=r"has no row '1 head, none'"):
-        ch.load_rescue(bad)
-
-
 # ------------------------------------------------- does the first step predict the outcome?
 def _pairwise_auc(score, ok):
     pos, neg = score[ok], score[~ok]
@@ -553,23 +532,6 @@ def test_push_config_is_the_sweep_runs_first_step_probed():
         assert (cfg.steps, cfg.eval_every, cfg.push) == (1, 1, True)
 
 
-def test_load_push_refuses_a_row_of_another_configuration(tmp_path):
-    import json
-
-    rows = json.loads(ch.PUSH_FILE.read_text())
-    rows["both, L=20"]["config"] = rows["none, L=20"]["config"]
-    bad = tmp_path / "p.json"
-    bad.write_text(json.dumps(rows))
-    with pytest.raises(ValueError, match=r"row 'both, L=20' was computed with another "
-                                         r"configuration than push_config"):
-        ch.load_push(bad)
-    rows = json.loads(ch.PUSH_FILE.read_text())
-    rows["none, L=20"]["push_diag_copy"] = rows["none, L=20"]["push_diag_copy"][:-1]
-    bad.write_text(json.dumps(rows))
-    with pytest.raises(ValueError, match=r"row 'none, L=20'.*'push_diag_copy' has shape"):
-        ch.load_push(bad)
-
-
 def test_draw_push_draws_every_run_of_every_condition():
     import matplotlib.pyplot as plt
 
@@ -622,19 +584,50 @@ def test_held_out_auc_averages_the_conditions_and_tests_within_each():
         ch.held_out_auc({"_about": "x"})
 
 
-def test_load_held_out_refuses_a_row_of_another_configuration(tmp_path):
+def _swap_config(rows, a, b):
+    rows[a]["config"] = rows[b]["config"]
+
+
+def _drop_last_run(key):
+    def edit(rows, a, b):
+        rows[a][key] = rows[a][key][:-1]
+    return edit
+
+
+def _other_steps(rows, a, b):
+    rows[a]["eval_steps"] = [0, 200]
+
+
+# (stored file, loader, maker, edit, the row it breaks, another row, the message)
+_REFUSALS = [
+    ("RESCUE_FILE", "load_rescue", "rescue_config", _swap_config, "4 heads, end token",
+     "4 heads, none", r"was computed with another configuration than rescue_config"),
+    ("RESCUE_FILE", "load_rescue", "rescue_config", _drop_last_run("copy_acc"),
+     "1 head, none", None, r"'copy_acc' has shape"),
+    ("PUSH_FILE", "load_push", "push_config", _swap_config, "both, L=20", "none, L=20",
+     r"was computed with another configuration than push_config"),
+    ("PUSH_FILE", "load_push", "push_config", _drop_last_run("push_diag_copy"),
+     "none, L=20", None, r"'push_diag_copy' has shape"),
+    ("HELD_OUT_FILE", "load_held_out", "held_out_config", _swap_config, "none, L=20",
+     "target, L=20", r"was computed with another configuration than held_out_config"),
+    ("HELD_OUT_FILE", "load_held_out", "held_out_config", _other_steps, "start, L=20",
+     None, r"does not hold the seeds and evaluation steps"),
+]
+
+
+@pytest.mark.parametrize("file, loader, maker, edit, row, other, match", _REFUSALS,
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_a_stored_row_that_is_not_its_configurations_is_refused(
+        tmp_path, file, loader, maker, edit, row, other, match):
     import json
 
-    rows = json.loads(ch.HELD_OUT_FILE.read_text())
-    rows["none, L=20"]["config"] = rows["target, L=20"]["config"]
-    bad = tmp_path / "h.json"
+    rows = json.loads(getattr(ch, file).read_text())
+    edit(rows, row, other)
+    bad = tmp_path / "rows.json"
     bad.write_text(json.dumps(rows))
-    with pytest.raises(ValueError, match=r"row 'none, L=20' was computed with another "
-                                         r"configuration than held_out_config"):
-        ch.load_held_out(bad)
-    rows = json.loads(ch.HELD_OUT_FILE.read_text())
-    rows["start, L=20"]["eval_steps"] = [0, 200]
+    with pytest.raises(ValueError, match=rf"row {row!r}.*{match}"):
+        getattr(ch, loader)(bad)
+    del rows[row]
     bad.write_text(json.dumps(rows))
-    with pytest.raises(ValueError, match=r"row 'start, L=20' does not hold the seeds and "
-                                         r"evaluation steps"):
-        ch.load_held_out(bad)
+    with pytest.raises(ValueError, match=rf"has no row {row!r}"):
+        getattr(ch, loader)(bad)

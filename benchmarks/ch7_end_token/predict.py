@@ -30,17 +30,15 @@ from pathlib import Path
 import numpy as np
 
 from attn_core.chapters import ch7_end_token as ch
-from attn_core.config import env_max_steps, get_mode
 from attn_core.stored import platform, write_manifest
+
+from _common import require_fast
 
 MECHANISM = Path(__file__).resolve().parent / "mechanism.json"
 
 
 def write() -> None:
-    if get_mode() != "fast":
-        raise SystemExit("set ATTN_MODE=fast")
-    if env_max_steps() is not None:
-        raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
+    require_fast()
     mech = json.loads(MECHANISM.read_text())["rows"]
     out = {}
     note = (f"Trained by {Path(__file__).name} --write on {time.strftime('%Y-%m-%d')} "
@@ -58,8 +56,7 @@ def write() -> None:
 
 
 def held_out() -> None:
-    if get_mode() != "fast" or env_max_steps() is not None:
-        raise SystemExit("set ATTN_MODE=fast and unset ATTN_MAX_STEPS")
+    require_fast()
     out = {}
     note = (f"Trained by {Path(__file__).name} --held-out on {time.strftime('%Y-%m-%d')} "
             f"({platform()['cpu']}): seeds 40-79, chosen after seeds 0-39 were analysed.")

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from attn_core.chapters import ch7_end_token as ch7
-from attn_core.config import env_max_steps, get_mode
-from attn_core.metrics import fisher_exact, wilson_interval
 from attn_core.stored import platform, write_manifest
+
+from _common import print_pairs, require_fast
 
 OUT = ch7.TRANSFORMER_FILE
 
@@ -38,10 +38,7 @@ def config(name: str):
 
 
 def main() -> None:
-    if get_mode() != "fast":
-        raise SystemExit("set ATTN_MODE=fast")
-    if env_max_steps() is not None:
-        raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
+    require_fast()
     out = json.loads(OUT.read_text()) if OUT.exists() else {}
     note = out.pop("_about", f"Trained by {Path(__file__).name} on "
                    f"{time.strftime('%Y-%m-%d')} ({platform()['cpu']}).")
@@ -55,17 +52,7 @@ def main() -> None:
         k = int((np.asarray(h.probes["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL).sum())
         print(f"[ch7 transformer] {name}: {k}/{len(cfg.seeds)} ({time.time() - t:.0f} s)",
               flush=True)
-    rows = out
-    print(f"{'condition':20s} {'copy':>6s}  {'95% CI':12s} {'p vs same heads, other':>24s}")
-    for name, row in rows.items():
-        ok = np.asarray(row["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL
-        k, n = int(ok.sum()), ok.size
-        lo, hi = wilson_interval(k, n)
-        other = name.replace("end token", "none") if "end token" in name else \
-            name.replace("none", "end token")
-        o = np.asarray(rows[other]["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL
-        p = fisher_exact(k, n, int(o.sum()), o.size)
-        print(f"{name:20s} {k:>2d}/{n:<3d} [{lo:.2f}, {hi:.2f}] {p:>24.2g}")
+    print_pairs(out, "condition")
 
 
 if __name__ == "__main__":

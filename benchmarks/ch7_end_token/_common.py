@@ -1,0 +1,36 @@
+"""What the scripts of this folder share: the fast-mode guard, and the table of rows that
+come in pairs with and without the end token ("<name>, end token" / "<name>, none")."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attn_core.chapters import ch7_end_token as ch7
+from attn_core.config import env_max_steps, get_mode
+from attn_core.metrics import fisher_exact, wilson_interval
+
+
+def require_fast() -> None:
+    """Exit unless this is a fast-mode run with no step cap (the stored rows are results)."""
+    if get_mode() != "fast":
+        raise SystemExit("set ATTN_MODE=fast")
+    if env_max_steps() is not None:
+        raise SystemExit("unset ATTN_MAX_STEPS: a smoke run's numbers are not results")
+
+
+def print_pairs(rows: dict, label: str = "row") -> None:
+    """Each row's successes (copy accuracy above the chapter's level at the last
+    evaluation), their 95 % Wilson interval, and Fisher's p against the row of the same
+    name with the other end-token setting."""
+    print(f"{label:20s} {'copy':>6s}  {'95% CI':12s} {'p vs the other end token':>24s}")
+    for name, row in rows.items():
+        if name.startswith("_"):
+            continue
+        ok = np.asarray(row["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL
+        k, n = int(ok.sum()), ok.size
+        lo, hi = wilson_interval(k, n)
+        other = name.replace("end token", "none") if "end token" in name else \
+            name.replace("none", "end token")
+        o = np.asarray(rows[other]["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL
+        p = fisher_exact(k, n, int(o.sum()), o.size)
+        print(f"{name:20s} {k:>2d}/{n:<3d} [{lo:.2f}, {hi:.2f}] {p:>24.2g}")
