@@ -34,3 +34,32 @@ def print_pairs(rows: dict, label: str = "row") -> None:
         o = np.asarray(rows[other]["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL
         p = fisher_exact(k, n, int(o.sum()), o.size)
         print(f"{name:20s} {k:>2d}/{n:<3d} [{lo:.2f}, {hi:.2f}] {p:>24.2g}")
+
+
+def train_rows(names, config, make_row, path, script: str, what: str = "",
+               resume: bool = True) -> dict:
+    """Train each of ``names`` (``config(name).run()``), make its stored row
+    (``make_row(cfg, history)``) and write all rows so far to ``path`` with the manifest
+    after each (atomically). ``resume``: start from the rows already in ``path`` (their
+    note kept); otherwise write a fresh file. The note names ``script`` and ``what``."""
+    import json
+    import time
+
+    from attn_core.stored import platform, write_manifest
+
+    out = json.loads(path.read_text()) if resume and path.exists() else {}
+    note = out.pop("_about", f"Trained by {script} on {time.strftime('%Y-%m-%d')} "
+                   f"({platform()['cpu']}){': ' + what if what else ''}.")
+    for name in names:
+        cfg = config(name)
+        t = time.time()
+        out[name] = make_row(cfg, cfg.run())
+        ch7.write_sweep(out, path, note=note)
+        write_manifest()
+        row = out[name]
+        done = ""
+        if "copy_acc" in row:
+            ok = np.asarray(row["copy_acc"], dtype=float)[:, -1] > ch7.SUCCESS_LEVEL
+            done = f"{int(ok.sum())}/{ok.size}, "
+        print(f"[{path.stem}] {name}: {done}{time.time() - t:.0f} s", flush=True)
+    return out

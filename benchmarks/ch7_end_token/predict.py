@@ -32,7 +32,7 @@ import numpy as np
 from attn_core.chapters import ch7_end_token as ch
 from attn_core.stored import platform, write_manifest
 
-from _common import require_fast
+from _common import require_fast, train_rows
 
 MECHANISM = Path(__file__).resolve().parent / "mechanism.json"
 
@@ -57,16 +57,9 @@ def write() -> None:
 
 def held_out() -> None:
     require_fast()
-    out = {}
-    note = (f"Trained by {Path(__file__).name} --held-out on {time.strftime('%Y-%m-%d')} "
-            f"({platform()['cpu']}): seeds 40-79, chosen after seeds 0-39 were analysed.")
-    for name in ch.HELD_OUT_ROWS:
-        cfg = ch.held_out_config(name)
-        t = time.time()
-        out[name] = ch.held_out_row(cfg, cfg.run())
-        ch.write_sweep(out, ch.HELD_OUT_FILE, note=note)
-        write_manifest()
-        print(f"[ch7 held out] {name}: {time.time() - t:.0f} s", flush=True)
+    train_rows(ch.HELD_OUT_ROWS, ch.held_out_config, ch.held_out_row, ch.HELD_OUT_FILE,
+               f"{Path(__file__).name} --held-out", "seeds 40-79, chosen after seeds 0-39 "
+               "were analysed", resume=False)
 
 
 def main() -> None:

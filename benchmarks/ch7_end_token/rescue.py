@@ -17,35 +17,19 @@ run started again trains only what is missing.
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
-import numpy as np
-
 from attn_core.chapters import ch7_end_token as ch7
-from attn_core.stored import platform, write_manifest
 
-from _common import print_pairs, require_fast
+from _common import print_pairs, require_fast, train_rows
 
 OUT = ch7.RESCUE_FILE
 
 
 def main() -> None:
     require_fast()
-    out = json.loads(OUT.read_text()) if OUT.exists() else {}
-    note = out.pop("_about", f"Trained by {Path(__file__).name} on "
-                   f"{time.strftime('%Y-%m-%d')} ({platform()['cpu']}).")
-    for name in ch7.RESCUE_ROWS:
-        cfg = ch7.rescue_config(name)
-        t = time.time()
-        h = cfg.run()
-        out[name] = ch7.rescue_row(cfg, h)
-        ch7.write_sweep(out, OUT, note=note)
-        write_manifest()
-        k = int((np.asarray(h.probes["copy_acc"])[:, -1] > ch7.SUCCESS_LEVEL).sum())
-        print(f"[ch7 rescue] {name}: {k}/{len(cfg.head_seeds)} ({time.time() - t:.0f} s)",
-              flush=True)
+    out = train_rows(ch7.RESCUE_ROWS, ch7.rescue_config, ch7.rescue_row, OUT,
+                     Path(__file__).name)
     print_pairs(out, "row")
 
 
