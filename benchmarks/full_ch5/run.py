@@ -17,7 +17,8 @@ that decide no claim:
 2. **Rounds only while heads are missing**: another 80 candidates (the chapter's round 2:
    same seeds, same cache entry) only while fewer than ``k_combo`` = 8 heads are bad on
    every stream -- up to ``MAX_CANDIDATES`` (400, five rounds: at this size round 1 found
-   2 such heads of 80, so the chapter's cap of 240 is likely too few).
+   2 such heads of 80, so the chapter's cap of 240 looked too few; measured 2026-11-27,
+   round 2 brought them to 8, and the screen finished at 160, within the chapter's cap).
 3. **Combinations only as many as the intervals need**: ``N_RUNS`` = 20 runs of each kind
    (95 % Wilson half-width at most 0.20) instead of 50; the first 20 of the chapter's 50.
 
@@ -58,7 +59,8 @@ GOOD_CHECKED = 10
 N_RUNS = 20
 #: The screen's cap (the chapter's full mode: 240, three rounds). Measured in round 1 at
 #: this size: 2 of 80 heads bad on all three streams (8 on the first, 4 of them on the
-#: second too), so the 8 bad heads of the combinations need about four rounds.
+#: second too), so the 8 bad heads of the combinations seemed to need about four rounds;
+#: round 2 found the other 6 (2026-11-27: the screen finished at 160 candidates).
 MAX_CANDIDATES = 400
 
 
