@@ -762,15 +762,19 @@ def transformer_config(row: str, seeds: Sequence[int] | None = None):
 _TRANSFORMER_KEYS = ("copy_acc", "token_acc", "attn_acc")
 
 
+def _rounded(h, keys) -> dict:
+    """``keys`` of the History ``h`` (a probe's, else a metric's), every evaluation, to 4
+    decimals, as lists."""
+    return {k: np.round(np.asarray(h.probes[k] if k in h.probes else h.metrics[k],
+                                   dtype=float), 4).tolist() for k in keys}
+
+
 def transformer_row(cfg, h) -> dict:
     """A stored Transformer row: configuration, seeds, evaluation steps and every
     evaluation's copy, token and attention accuracy (4 decimals)."""
-    row = {"config": config_record(cfg), "seeds": list(cfg.seeds),
-           "eval_steps": np.asarray(h.eval_steps).tolist()}
-    for k in _TRANSFORMER_KEYS:
-        v = h.probes[k] if k in h.probes else h.metrics[k]
-        row[k] = np.round(np.asarray(v, dtype=float), 4).tolist()
-    return row
+    return {"config": config_record(cfg), "seeds": list(cfg.seeds),
+            "eval_steps": np.asarray(h.eval_steps).tolist(),
+            **_rounded(h, _TRANSFORMER_KEYS)}
 
 
 def _check_transformer_row(path, name, row, cfg, script=_TRANSFORMER_SCRIPT):
@@ -861,12 +865,8 @@ def rescue_row(cfg: EndHeadsRun, h) -> dict:
     """A stored rescue row: configuration, seeds (the runs' indices), evaluation steps and
     every evaluation's copy and token accuracy and each head's attention accuracy (4
     decimals)."""
-    row = {"config": config_record(cfg), "seeds": _rescue_runs(cfg),
-           "eval_steps": np.asarray(h.eval_steps).tolist()}
-    for k in _RESCUE_KEYS:
-        v = h.probes[k] if k in h.probes else h.metrics[k]
-        row[k] = np.round(np.asarray(v, dtype=float), 4).tolist()
-    return row
+    return {"config": config_record(cfg), "seeds": _rescue_runs(cfg),
+            "eval_steps": np.asarray(h.eval_steps).tolist(), **_rounded(h, _RESCUE_KEYS)}
 
 
 def _rescue_runs(cfg: EndHeadsRun) -> list[int]:
@@ -911,7 +911,12 @@ def push_config(row: str, seeds: Sequence[int] | None = None) -> EndTokenConfig:
     initialisation: its first step only, evaluated before and after it (the evaluation at
     step 0 is the initialisation's, the sweep's runs' own)."""
     row = check_choice("row", row, PUSH_ROWS)
-    return replace(sweep_config(row, seeds), steps=1, eval_every=1, push=True)
+    return _first_step(sweep_config(row, seeds))
+
+
+def _first_step(cfg: EndTokenConfig) -> EndTokenConfig:
+    """``cfg``'s first step only, evaluated (with :func:`push_probe`) before and after it."""
+    return replace(cfg, steps=1, eval_every=1, push=True)
 
 
 def push_row(cfg: EndTokenConfig, h) -> dict:
@@ -969,6 +974,20 @@ def _runs(score, ok, what: str = "score") -> tuple[np.ndarray, np.ndarray]:
     return score, ok
 
 
+def _auc_and_null(score: np.ndarray, ok: np.ndarray, shuffles: int, rng) -> tuple:
+    """The AUC of ``score`` for the outcomes ``ok`` (both kinds present; Mann-Whitney form,
+    ties counted half) and its value under ``shuffles`` random reassignments of the
+    outcomes drawn from ``rng``."""
+    ranks = _ranks(score)
+    n_pos, n_neg = int(ok.sum()), int((~ok).sum())
+
+    def auc(labels):
+        return (labels @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+    null = auc(rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1))
+    return float(auc(ok.astype(float))), null
+
+
 def outcome_auc(score, ok, shuffles: int = 20000, seed: int = 0) -> tuple[float, float]:
     """How well ``score`` (one number a run) separates the runs that succeed (``ok`` True)
     from those that fail: the area under the ROC curve, P(a successful run scores above a
@@ -981,17 +1000,16 @@ def outcome_auc(score, ok, shuffles: int = 20000, seed: int = 0) -> tuple[float,
                          "compares the two")
     shuffles = check_int("shuffles", shuffles, 1)
     seed = check_int("seed", seed, 0)
-    ranks = _ranks(score)
-    n_pos, n_neg = int(ok.sum()), int((~ok).sum())
-
-    def auc(labels):
-        return (labels @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
-
-    a = float(auc(ok.astype(float)))
-    rng = np.random.default_rng(seed)
-    null = auc(rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1))
+    a, null = _auc_and_null(score, ok, shuffles, np.random.default_rng(seed))
     p = float((1 + (np.abs(null - 0.5) >= abs(a - 0.5) - 1e-12).sum()) / (1 + shuffles))
     return a, p
+
+
+def _row_names(rows: dict, order: Sequence[str]) -> list[str]:
+    """The row names of ``rows`` (not its "_about" note), those of ``order`` first in its
+    order, any others after them by name."""
+    return sorted((n for n in rows if not n.startswith("_")),
+                  key=lambda n: (order.index(n) if n in order else len(order), n))
 
 
 def push_prediction(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL) -> dict:
@@ -1001,17 +1019,15 @@ def push_prediction(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL) -> d
     ``auc`` and ``p`` None."""
     if not isinstance(pushes, dict) or not pushes:
         raise TypeError("pushes must be the stored push rows (load_push)")
-    # in PUSH_ROWS's order; "_about" is the file's note
-    names = sorted((n for n in pushes if not n.startswith("_")),
-                   key=lambda n: (PUSH_ROWS.index(n) if n in PUSH_ROWS else len(PUSH_ROWS), n))
+    names = _row_names(pushes, PUSH_ROWS)
     if not names:
         raise TypeError("pushes must be the stored push rows (load_push): it holds none")
     _check_rows(rows, names)
+    level = check_real("level", level, 0.0, 1.0)
     out = {}
     for name in names:
         row = pushes[name]
-        values = np.asarray(rows[name]["copy_acc"], dtype=float)[:, -1]
-        ok = values > check_real("level", level, 0.0, 1.0)
+        ok = np.asarray(rows[name]["copy_acc"], dtype=float)[:, -1] > level
         k, n = int(ok.sum()), int(ok.size)
         a = p = None
         if 0 < k < n:
@@ -1101,7 +1117,7 @@ def held_out_row(cfg: EndTokenConfig, h) -> dict:
     at its last evaluation (``copy_acc``, (runs, 2), from ``h``, the trained runs) and its
     step-0 push (computed here: the same runs' first step, probed as :func:`push_config`
     probes)."""
-    push = replace(cfg, steps=1, eval_every=1, push=True).run(progress=False)
+    push = _first_step(cfg).run(progress=False)
     acc = np.asarray(h.probes["copy_acc"], dtype=float)[:, [0, -1]]
     return {"config": config_record(cfg), "seeds": list(cfg.seeds),
             "eval_steps": [int(h.eval_steps[0]), int(h.eval_steps[-1])],
@@ -1143,11 +1159,9 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
     counts 0.5 there, since the push can sort nothing -- and the one-sided permutation p
     of that mean (``shuffles`` reassignments of the outcomes, each within its condition,
     seeded by ``seed``: (1 + the shuffles at least as large) / (1 + ``shuffles``))."""
-    if not isinstance(rows, dict) or not [n for n in rows if not n.startswith("_")]:
+    names = _row_names(rows, HELD_OUT_ROWS) if isinstance(rows, dict) else []
+    if not names:
         raise TypeError("rows must be the stored held-out rows (load_held_out)")
-    names = sorted((n for n in rows if not n.startswith("_")),     # HELD_OUT_ROWS's order
-                   key=lambda n: (HELD_OUT_ROWS.index(n) if n in HELD_OUT_ROWS
-                                  else len(HELD_OUT_ROWS), n))
     level = check_real("level", level, 0.0, 1.0)
     j = {"first": 0, "last": -1}[check_choice("step", step, ("first", "last"))]
     shuffles = check_int("shuffles", shuffles, 1)
@@ -1164,10 +1178,8 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
                              f"push_diag_copy (runs,)); row {name!r}: {e}") from None
         k, n = int(ok.sum()), int(ok.size)
         if 0 < k < n:
-            a, _ = outcome_auc(score, ok, shuffles=1)
-            ranks = _ranks(score)
-            perm = rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1)
-            nulls.append((perm @ ranks - k * (k + 1) / 2) / (k * (n - k)))
+            a, null = _auc_and_null(score, ok, shuffles, rng)
+            nulls.append(null)
         else:
             a = None
             nulls.append(np.full(shuffles, 0.5))
