@@ -148,6 +148,14 @@ def torch_state(python: Path) -> dict:
     return json.loads(_run([str(python), "-c", _PROBE]).stdout)
 
 
+def kernel_env(environ) -> dict:
+    """The environment the rehearsal's kernel starts from: this one without its ``ATTN_*``
+    settings, its virtual environment and ``MPLBACKEND`` (Colab's kernels draw figures
+    inline; the test command's smoke runs set Agg for their own kernels)."""
+    return {k: v for k, v in environ.items()
+            if not k.startswith(("ATTN_", "VIRTUAL_ENV")) and k != "MPLBACKEND"}
+
+
 def rehearse(chapter: str, where: Path, python: Path, url: str,
              cell_timeout: int = CELL_TIMEOUT, smoke: bool = False) -> dict:
     """Run one chapter in the Colab-like environment; return what was checked. ``smoke``:
@@ -161,7 +169,7 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
     nb = run_dir / src.name
     shutil.copy(src, nb)
     out = run_dir / f"{chapter}.executed.ipynb"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTN_", "VIRTUAL_ENV"))}
+    env = kernel_env(os.environ)
     env.update(ATTN_MODE="fast", ATTN_CACHE=str(run_dir / "results"), ATTN_INSTALL_URL=url,
                PATH=f"{python.parent}{os.pathsep}{env.get('PATH', '')}",
                VIRTUAL_ENV=str(python.parent.parent), ATTN_THREADS="1")
@@ -211,6 +219,15 @@ def rehearse(chapter: str, where: Path, python: Path, url: str,
     held = [x for x in text.splitlines() if re.match(summary, x.strip())]
     if not held:
         problems.append(f"no claims summary ({summary!r}) in the chapter's output")
+    # a reader on Colab sees the chapter's figures: every cell that calls plt.show() showed
+    # a PNG (a live interact cell draws inside its widget instead)
+    shows = [c for _, c in code if "plt.show()" in "".join(c["source"])
+             and "interact(" not in "".join(c["source"])]
+    blank = [c.get("execution_count") for c in shows
+             if not any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+    if not shows or blank:
+        problems.append(f"figures not shown: {len(blank)} of the {len(shows)} cells that call "
+                        f"plt.show() have no image (a non-inline matplotlib backend?)")
     if problems:
         raise RuntimeError(f"{chapter}: " + "; ".join(problems))
     return {"chapter": chapter, "seconds": round(seconds, 1), "torch": before["version"],

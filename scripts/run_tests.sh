@@ -120,8 +120,13 @@ render_pid=$!
 # in a smoke run: 90 -> 37 s on a 64 GFLOP/s core), the browser check ~41 s, the
 # JupyterLab test ~23 s, the rehearsal ~18 s, the smoke runs of chapters 5, 4, 2, 6 and 7
 # ~20, 16, 13, 13 and 7 s. The rehearsal sets its own ATTN_*.
+# MPLBACKEND=agg: the smoke runs' kernels build every figure at the papers' sizes but do
+# not draw it (plt.show() draws nothing under Agg; step 2 drew every figure in fast mode,
+# and a figure slider still draws its first and last frames). Measured 2026-11-27 one
+# notebook at a time at 57-73 GFLOP/s: chapters 2-7 157 -> 124 s. The JupyterLab test
+# and the Colab rehearsal take it out of their kernels' environments (they show figures).
 timed "render + Colab rehearsal + browser + full-mode smoke" env ATTN_WORKERS=1 \
-    ATTN_MODE=full ATTN_MAX_STEPS=2 ATTN_RENDER_STATUS="$render_status" \
+    ATTN_MODE=full ATTN_MAX_STEPS=2 ATTN_RENDER_STATUS="$render_status" MPLBACKEND=agg \
     python -m pytest -ra -n 2 --durations=15 --dist loadfile --no-loadscope-reorder \
     --nbval-lax notebooks/03_ibm1.ipynb tests/test_jupyterlab.py tests/test_browser.py \
     tests/test_colab_rehearsal.py notebooks/05_multihead.ipynb \

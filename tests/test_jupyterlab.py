@@ -67,6 +67,7 @@ def lab(tmp_path_factory):
            "JUPYTER_CONFIG_DIR": str(root / ".config"), "ATTN_MAX_STEPS": "",
            "ATTN_MODE": "fast"}
     env.pop("ATTN_MAX_STEPS")
+    env.pop("MPLBACKEND", None)   # the test command's smoke runs draw nothing (Agg); Lab does
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
            "--ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
            f"--LabApp.workspaces_dir={root / '.ws'}",

@@ -207,6 +207,9 @@ def test_the_test_command_smoke_runs_every_chapter_in_its_order():
     stage = script[script.index('stage "3/3'):script.index('stage "all checks passed')]
     command = " ".join(stage[stage.index("timed "):].split("\\\n"))
     assert "ATTN_MODE=full ATTN_MAX_STEPS=2" in " ".join(command.split())
+    # the smoke runs' kernels build the figures without drawing them (the JupyterLab test
+    # and the Colab rehearsal take MPLBACKEND out of their kernels' environments)
+    assert "MPLBACKEND=agg" in command.split()
     assert "--dist loadfile --no-loadscope-reorder" in " ".join(command.split())
     listed = re.findall(r"notebooks/(\d\d_\w+)\.ipynb", command)
     chapters = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
