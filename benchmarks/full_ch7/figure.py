@@ -1,0 +1,103 @@
+"""The setup page's figure of chapter 7 at the papers' scale, drawn from the rows that
+``run.py`` wrote beside this file (``rows.json``):
+
+    python benchmarks/full_ch7/figure.py [ROWS_JSON]   # -> book/figures/full_ch7_end.png
+
+Two panels, stacked at the chapters' width. Top: each variant's success rate (accuracy on
+the copied words above the chapter's level at the last evaluation) with its 95 % Wilson
+interval, at the papers' scale and, beside it, in the chapter's stored fast sweep at the
+same length (L = 40, its own smaller model and 600 steps) where that sweep has the row.
+Bottom: the copied words' accuracy over training, one line per seed, a panel colour per
+variant. A variant ``run.py`` has not finished is drawn as "not run yet". It prints the
+rendered text size, which must reach the book's bound (``MIN_TEXT_PT``) on a phone too.
+"""
+import matplotlib
+
+matplotlib.use("Agg")
+import json  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from attn_core.chapters import ch7_end_token as ch  # noqa: E402
+from attn_core.metrics import wilson_interval  # noqa: E402
+from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt, set_style  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parents[1] / "book" / "figures" / "full_ch7_end.png"
+#: The variants, in run.py's order, and their colours.
+VARIANTS = {"none": "C0", "both": "C3", "target": "C1", "source": "C2"}
+
+
+def rate(row: dict) -> tuple[float, float, float, int, int]:
+    """(rate, low, high, successes, runs) of a row, at the chapter's success level."""
+    k, n = ch.successes(row)
+    lo, hi = wilson_interval(k, n)
+    return k / n, lo, hi, k, n
+
+
+def draw(rows: dict, fast: dict | None = None) -> plt.Figure:
+    """``rows``: run.py's rows (a subset of :data:`VARIANTS` is drawn as far as it goes);
+    ``fast``: the chapter's stored sweep (its L = 40 rows are drawn beside), or None."""
+    L = ch.END_BASE.full.length
+    fig, (a, b) = plt.subplots(2, 1, figsize=(4.6, 8.0), layout="constrained")
+    x = np.arange(len(VARIANTS))
+    for i, (name, color) in enumerate(VARIANTS.items()):
+        if name in rows:
+            r, lo, hi, k, n = rate(rows[name])
+            a.errorbar(i - 0.12, r, yerr=[[r - lo], [hi - r]], fmt="o", color=color,
+                       capsize=4, label="papers' scale" if i == 0 else None)
+            a.annotate(f"{k}/{n}", (i - 0.12, hi), textcoords="offset points",
+                       xytext=(0, 4), ha="center")
+        else:
+            a.annotate("not run\nyet", (i - 0.12, 0.5), ha="center", va="center",
+                       color="grey")
+        fast_row = (fast or {}).get(f"{name}, L={L}")
+        if fast_row is not None:
+            r, lo, hi, k, n = rate(fast_row)
+            a.errorbar(i + 0.12, r, yerr=[[r - lo], [hi - r]], fmt="s", mfc="white",
+                       color=color, capsize=4,
+                       label=f"fast sweep, L = {L}" if name == "none" else None)
+    a.set_xticks(x, [ch.SHORT_LABELS[n].replace(" ", "\n", 1) for n in VARIANTS])
+    a.set(ylim=(-0.05, 1.12), ylabel="success rate (95% CI)",
+          title="where the end token sits, and the copy")
+    a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
+    for name, color in VARIANTS.items():
+        if name not in rows:
+            continue
+        row = rows[name]
+        for j, y in enumerate(np.asarray(row["copy_acc"], dtype=float)):
+            b.plot(row["eval_steps"], y, color=color, alpha=0.5, lw=1,
+                   label=ch.SHORT_LABELS[name] if j == 0 else None)
+    b.axhline(ch.SUCCESS_LEVEL, color="grey", ls=":", lw=0.8)
+    b.set(xlabel="step", ylabel="accuracy on the copied words", ylim=(-0.02, 1.02),
+          title="every seed")
+    if b.lines:
+        b.legend(loc="upper left")
+    fig.suptitle(f"L = {L}, LSTMs of hidden 256, batch 128")
+    return fig
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    path = Path(argv[0]) if argv else HERE / "rows.json"
+    if not path.exists():
+        raise SystemExit(f"{path} does not exist: run benchmarks/full_ch7/run.py first")
+    rows = json.loads(path.read_text())
+    for name, row in rows.items():
+        r, lo, hi, k, n = rate(row)
+        print(f"{name:7s} {k:2d}/{n:<2d}  {r:.2f} [{lo:.2f}, {hi:.2f}]")
+    set_style()
+    fig = draw(rows, ch.load_sweep())
+    size = rendered_text_pt(fig)
+    print(f"smallest text {size['desktop']} pt (desktop), {size['phone']} pt (phone); "
+          f"bound {MIN_TEXT_PT}")
+    out = OUT if not argv else Path(argv[0]).with_name("full_ch7_end.png")
+    fig.savefig(out, dpi=100, bbox_inches="tight")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
