@@ -727,3 +727,23 @@ def test_control_run_is_the_bad_heads_alone_on_the_control_task():
     assert run.copy.distribution == "distinct" and run.copy.steps == cfg.control_steps
     with pytest.raises(ValueError, match=r"^bad_heads must name at least one head seed"):
         cfg.control_run([])
+
+
+def test_diagonal_counts_counts_both_directions_and_refuses_bad_outcomes():
+    from attn_core.chapters.ch5_multihead import diagonal_counts
+    won = np.array([True, True, False, False])
+    diag = np.array([True, False, True, False])
+    c = diagonal_counts([(won, diag), (np.array([True]), np.array([True]))])
+    assert c == {"diagonal_iff_success": (5, 3, 3), "success_has_diagonal": (3, 2),
+                 "diagonal_succeeds": (3, 2)}
+    assert diagonal_counts([]) == {"diagonal_iff_success": (0, 0, 0),
+                                   "success_has_diagonal": (0, 0),
+                                   "diagonal_succeeds": (0, 0)}
+    with pytest.raises(TypeError, match=r"outcomes must hold \(won, diag\) pairs"):
+        diagonal_counts([won])
+    with pytest.raises(TypeError, match=r"outcomes\[0\] won must be a bool mask"):
+        diagonal_counts([(won.astype(int), diag)])
+    with pytest.raises(ValueError, match=r"outcomes\[0\] diag"):
+        diagonal_counts([(won, diag[:3])])
+    with pytest.raises(ValueError, match=r"outcomes\[0\] must be 1-D"):
+        diagonal_counts([(won[None], diag[None])])

@@ -33,7 +33,7 @@ from torch import nn
 
 from .. import plotting
 from ..cache import check_cache_name
-from ..checks import check_choice, check_int, check_real, check_seeds
+from ..checks import check_bool_array, check_choice, check_int, check_real, check_seeds
 from ..config import Preset, env_max_steps
 from ..metrics import (classify_heads, fisher_exact, rate_difference, success_rate,
                        verdict_repeat, wilson_rate_interval)
@@ -46,7 +46,7 @@ __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combination
            "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model",
            "stored_configs", "screen_configs", "combination_configs", "head_rate",
            "rate_difference", "rescue_prediction", "verdict_agreement", "repeat_rates",
-           "diagonal_heads", "rescue_findings", "DIAGONAL_SUCCEEDS_MIN", "RANDOM_HEADS_ALONE",
+           "diagonal_heads", "diagonal_counts", "rescue_findings", "DIAGONAL_SUCCEEDS_MIN", "RANDOM_HEADS_ALONE",
            "random_heads_alone_runs", "model_diagram", "rescue_curve", "rescue_fit",
            "draw_rescue", "show_rescue", "RESCUE_SLIDER", "labels_at", "draw_labels_at",
            "BAD_SLIDER"]
@@ -713,6 +713,32 @@ def diagonal_heads(head_attn_acc, upto: int, level: float = 0.5) -> np.ndarray:
     return (acc[:, :upto + 1] > level).any(1)
 
 
+def diagonal_counts(outcomes) -> dict:
+    """Success against a diagonal head, counted over groups of K-head runs: ``outcomes`` is
+    an iterable of ``(won, diag)`` pairs, each two 1-D bool arrays of one length (a run
+    succeeded; one of its heads turned diagonal, :func:`diagonal_heads`). Returns
+    ``diagonal_iff_success`` (runs, runs where the two agree, successes),
+    ``success_has_diagonal`` (successes, of them with a diagonal head) and
+    ``diagonal_succeeds`` (runs with a diagonal head, of them successful)."""
+    total = matches = won_n = diag_n = both = 0
+    for i, pair in enumerate(outcomes):
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"outcomes must hold (won, diag) pairs; entry {i} is "
+                            f"{type(pair).__name__}")
+        won = check_bool_array(f"outcomes[{i}] won", pair[0])
+        diag = check_bool_array(f"outcomes[{i}] diag", pair[1], tuple(won.shape))
+        if won.ndim != 1:
+            raise ValueError(f"outcomes[{i}] must be 1-D (one entry a run); got shape "
+                             f"{tuple(won.shape)}")
+        total += won.numel()
+        matches += int((won == diag).sum())
+        won_n += int(won.sum())
+        diag_n += int(diag.sum())
+        both += int((won & diag).sum())
+    return {"diagonal_iff_success": (total, matches, won_n),
+            "success_has_diagonal": (won_n, both), "diagonal_succeeds": (diag_n, both)}
+
+
 #: The dyn claim "a run with a diagonal head succeeds": the fraction of K-head runs with a
 #: head past attention accuracy 0.5 that also succeed, at least this. Fast mode: every one
 #: (the claim as first stated). Full mode: 0.95, **set after** the papers'-scale runs of
@@ -735,11 +761,8 @@ def rescue_findings(cfg: "RescueConfig", screen: dict, combo_runs: dict, random_
     ``p1`` (:func:`head_rate`), ``rates`` ``{kind: (rate, low, high)}``, ``rescue`` (one good
     − all bad) and ``more_heads`` (largest K − one head) as :func:`rate_difference` triples,
     ``good_head_diagonal`` (successful one-good runs, and how many of them have their good
-    head, head 0, past attention accuracy 0.5), ``diagonal_iff_success`` (K-head runs,
-    how many have a head past 0.5 exactly when they succeed, and how many succeed) and its
-    two directions: ``success_has_diagonal`` (successful runs, and how many of them have a
-    diagonal head) and ``diagonal_succeeds`` (runs with a diagonal head, and how many of
-    them succeed)."""
+    head, head 0, past attention accuracy 0.5), and :func:`diagonal_counts`'s three over
+    every K-head run (a head past 0.5 against success)."""
     final = np.stack([screen[d].metrics["token_acc"][:, at] for d in cfg.data_seeds], 1)
     labels = classify_heads(final, cfg.good, cfg.bad)
     p1 = head_rate(final, cfg.good)
@@ -753,24 +776,15 @@ def rescue_findings(cfg: "RescueConfig", screen: dict, combo_runs: dict, random_
     good_diag = diagonal_heads(one_good.probes["head_attn_acc"], at)[won, 0]
     runs = list(combo_runs.values()) + [h for k, h in random_runs.items()
                                         if all(h is not c for c in combo_runs.values())]
-    matches = succeeded = total = n_diag = both = 0
-    for h in runs:
-        won_h = h.metrics["token_acc"][:, at] > cfg.good
-        diag = diagonal_heads(h.probes["head_attn_acc"], at).any(1)
-        matches += int((won_h == diag).sum())
-        succeeded += int(won_h.sum())
-        total += len(won_h)
-        n_diag += int(diag.sum())
-        both += int((won_h & diag).sum())
+    counts = diagonal_counts((h.metrics["token_acc"][:, at] > cfg.good,
+                              diagonal_heads(h.probes["head_attn_acc"], at).any(1))
+                             for h in runs)
     return {"agreement": verdict_agreement(final, cfg.good),
             "split": cfg.enough_heads(labels),
             "p1": p1, "rates": rates,
             "rescue": rate_difference(rates["one good"], rates["all bad"]),
             "more_heads": rate_difference(rates[f"random K={k_max}"], p1),
-            "good_head_diagonal": (int(won.sum()), int(good_diag.sum())),
-            "diagonal_iff_success": (total, matches, succeeded),
-            "success_has_diagonal": (succeeded, both),
-            "diagonal_succeeds": (n_diag, both)}
+            "good_head_diagonal": (int(won.sum()), int(good_diag.sum())), **counts}
 
 
 # ------------------------------------------------------------------------ the model diagram

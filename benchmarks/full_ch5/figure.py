@@ -81,14 +81,9 @@ def findings(res: dict, at: int = -1) -> dict:
     diag = {name: ch.diagonal_heads(r["head_attn_acc"], at)
             for name, r in runs.items() if name.startswith("K=")}
     won = ok["one good"]
-    matches = total = n_won = n_diag = both = 0
-    for name, r in runs.items():
-        if name.startswith("K="):
-            w = np.array([a[at] for a in r["token_acc"]]) > good
-            d = diag[name].any(1)
-            matches += int((w == d).sum())
-            total, n_won = total + len(w), n_won + int(w.sum())
-            n_diag, both = n_diag + int(d.sum()), both + int((w & d).sum())
+    counts = ch.diagonal_counts((np.array([a[at] for a in r["token_acc"]]) > good,
+                                 diag[name].any(1))
+                                for name, r in runs.items() if name.startswith("K="))
     control = np.array([a[at] for a in runs["control, bad heads"]["token_acc"]])
     return {"p1": p1, "repeat": {"good first": (k_g, len(g0)), "bad first": (k_b, len(b0)),
                                  "p": p},
@@ -97,9 +92,7 @@ def findings(res: dict, at: int = -1) -> dict:
             "more_heads": rate_difference(random_k[K], p1),
             "good_head_diagonal": (int(won.sum()),
                                    int(diag[f"K={K} one good"][won, 0].sum())),
-            "diagonal_iff_success": (total, matches, n_won),
-            "success_has_diagonal": (n_won, both), "diagonal_succeeds": (n_diag, both),
-            "best_single": float(s0.max()), "control": control}
+            **counts, "best_single": float(s0.max()), "control": control}
 
 
 def claims(res: dict) -> Claims:
