@@ -7,8 +7,9 @@ Two panels, stacked at the chapters' width. Top: each variant's success rate (ac
 the copied words above the chapter's level at the last evaluation) with its 95 % Wilson
 interval, at the papers' scale and, beside it, in the chapter's stored fast sweep at the
 same length (L = 40, its own smaller model and 600 steps) where that sweep has the row.
-Bottom: the copied words' accuracy over training, one line per seed, a panel colour per
-variant. A variant ``run.py`` has not finished is drawn as "not run yet". It prints the
+Bottom: every seed's accuracy on the copied words at the last evaluation, a row per
+variant, a column per seed (the same initialisation and data in every row), successes
+marked. A variant ``run.py`` has not finished is drawn as "not run yet". It prints the
 rendered text size, which must reach the book's bound (``MIN_TEXT_PT``) on a phone too.
 """
 import matplotlib
@@ -42,7 +43,8 @@ def draw(rows: dict, fast: dict | None = None) -> plt.Figure:
     """``rows``: run.py's rows (a subset of :data:`VARIANTS` is drawn as far as it goes);
     ``fast``: the chapter's stored sweep (its L = 40 rows are drawn beside), or None."""
     L = ch.END_BASE.full.length
-    fig, (a, b) = plt.subplots(2, 1, figsize=(4.6, 8.0), layout="constrained")
+    fig, (a, b) = plt.subplots(2, 1, figsize=(4.6, 7.6), layout="constrained",
+                               height_ratios=(1.6, 1))
     x = np.arange(len(VARIANTS))
     for i, (name, color) in enumerate(VARIANTS.items()):
         if name in rows:
@@ -50,7 +52,7 @@ def draw(rows: dict, fast: dict | None = None) -> plt.Figure:
             a.errorbar(i - 0.12, r, yerr=[[r - lo], [hi - r]], fmt="o", color=color,
                        capsize=4, label="papers' scale" if i == 0 else None)
             a.annotate(f"{k}/{n}", (i - 0.12, hi), textcoords="offset points",
-                       xytext=(0, 4), ha="center")
+                       xytext=(2, 4), ha="right")
         else:
             a.annotate("not run\nyet", (i - 0.12, 0.5), ha="center", va="center",
                        color="grey")
@@ -60,22 +62,26 @@ def draw(rows: dict, fast: dict | None = None) -> plt.Figure:
             a.errorbar(i + 0.12, r, yerr=[[r - lo], [hi - r]], fmt="s", mfc="white",
                        color=color, capsize=4,
                        label=f"fast sweep, L = {L}" if name == "none" else None)
-    a.set_xticks(x, [ch.SHORT_LABELS[n].replace(" ", "\n", 1) for n in VARIANTS])
-    a.set(ylim=(-0.05, 1.12), ylabel="success rate (95% CI)",
+    a.set_xticks(x, ["\n".join(ch.SHORT_LABELS[n].rsplit(" ", 1)) for n in VARIANTS])
+    a.set(xlim=(-0.6, len(VARIANTS) - 0.45), ylim=(-0.05, 1.12),
+          ylabel="success rate (95% CI)",
           title="where the end token sits, and the copy")
     a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
-    for name, color in VARIANTS.items():
-        if name not in rows:
-            continue
-        row = rows[name]
-        for j, y in enumerate(np.asarray(row["copy_acc"], dtype=float)):
-            b.plot(row["eval_steps"], y, color=color, alpha=0.5, lw=1,
-                   label=ch.SHORT_LABELS[name] if j == 0 else None)
-    b.axhline(ch.SUCCESS_LEVEL, color="grey", ls=":", lw=0.8)
-    b.set(xlabel="step", ylabel="accuracy on the copied words", ylim=(-0.02, 1.02),
-          title="every seed")
-    if b.lines:
-        b.legend(loc="upper left")
+    names = [n for n in VARIANTS if n in rows]
+    if names:
+        final = np.array([np.asarray(rows[n]["copy_acc"], dtype=float)[:, -1]
+                          for n in names])
+        im = b.imshow(final, cmap="viridis", vmin=0.5, vmax=1.0, aspect="auto")
+        for i, j in zip(*np.nonzero(final > ch.SUCCESS_LEVEL)):
+            b.plot(j, i, marker="o", ms=5, color="white", mec="black", mew=0.6)
+        b.set_yticks(range(len(names)),
+                     [ch.SHORT_LABELS[n].replace(" ", "\n", 1) for n in names])
+        seeds = rows[names[0]]["seeds"]
+        b.set_xticks(range(0, len(seeds), 5), [str(s) for s in seeds[::5]])
+        b.grid(False)
+        fig.colorbar(im, ax=b, orientation="horizontal", shrink=0.8, pad=0.02,
+                     label="copied words' accuracy at the end (dots: success)")
+    b.set(xlabel="seed (the same start and data in every row)", title="every seed")
     fig.suptitle(f"L = {L}, LSTMs of hidden 256, batch 128")
     return fig
 
