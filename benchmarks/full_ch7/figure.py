@@ -8,8 +8,10 @@ the copied words above the chapter's level at the last evaluation) with its 95 %
 interval, at the papers' scale and, beside it, in the chapter's stored fast sweep at the
 same length (L = 40, its own smaller model and 600 steps) where that sweep has the row.
 Bottom: every seed's accuracy on the copied words at the last evaluation, a row per
-variant, a column per seed (the same initialisation and data in every row), successes
-marked. A variant ``run.py`` has not finished is drawn as "not run yet". It prints the
+variant, a column per seed, successes marked. The end-token variants share each seed's
+initialisation and data; without the end token the vocabulary is one word smaller, so the
+embedding and every parameter drawn after it start elsewhere. A variant ``run.py`` has
+not finished is drawn as "not run yet" at the top and left out below. It prints the
 rendered text size, which must reach the book's bound (``MIN_TEXT_PT``) on a phone too.
 """
 import matplotlib
@@ -81,7 +83,7 @@ def draw(rows: dict, fast: dict | None = None) -> plt.Figure:
         b.grid(False)
         fig.colorbar(im, ax=b, orientation="horizontal", shrink=0.8, pad=0.02,
                      label="copied words' accuracy at the end (dots: success)")
-    b.set(xlabel="seed (the same start and data in every row)", title="every seed")
+    b.set(xlabel="seed (the end-token rows: the same start and data)", title="every seed")
     fig.suptitle(f"L = {L}, LSTMs of hidden 256, batch 128")
     return fig
 
