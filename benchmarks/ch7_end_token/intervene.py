@@ -8,7 +8,12 @@ token on both sides, 300 steps, seeds 0-39, the same data), with the end step's 
 switched at training step S:
 
 - ``off from S``: the end step's loss trains steps 0 .. S-1 and is left out from step S on;
-- ``on from S``: it is left out of steps 0 .. S-1 and trains from step S on.
+- ``on from S``: it is left out of steps 0 .. S-1 and trains from step S on;
+- ``on from 20, ramped over 40``: as *on from 20*, but over steps 20-59 the end step's
+  loss counts in a growing share of each batch's examples (1/41 .. 40/41). The control for
+  the jolt a loss switched on mid-run gives Adam: its second moment averages the squared
+  gradients of every step so far, so a component that appears at once takes large steps
+  at first.
 
 S = 0 and "never" are the sweep's rows "no end loss" and "both": before anything else the
 script trains those rows' first two seeds through the same switch and requires every
@@ -24,8 +29,8 @@ attention accuracy tells them apart by step 40 (AUC 0.94). S = 20 and 60 bracket
 Writes ``intervene.json`` beside this file (atomically, after every condition; a condition
 already there with the same configuration is kept): each condition's final copy accuracy
 per seed, its successes with a 95 % Wilson interval, and the seeds' outcomes paired with the
-sweep's "both" and "no end loss" rows. ``--smoke``: two seeds, 20 steps, S = 10, into a
-temporary folder, no check.
+sweep's "both" and "no end loss" rows. ``--smoke``: two seeds, 20 steps, S = 10 (one of them
+ramped over 5), into a temporary folder, no check.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import torch
 from joblib import Parallel, delayed
 
 from attn_core.chapters import ch7_end_token as ch
@@ -55,6 +61,10 @@ OUT = HERE / "intervene.json"
 SWITCH_STEPS = (20, 60)
 CONDITIONS = {f"{kind} from {s}": (kind == "off", kind == "on", s)
               for s in SWITCH_STEPS for kind in ("off", "on")}
+#: The Adam control: "on from 20" with the end step's loss ramped in over 40 steps
+#: (name -> (before, after, S, ramp)).
+RAMP = 40
+CONDITIONS[f"on from 20, ramped over {RAMP}"] = (False, True, 20, RAMP)
 #: The references the switch must reproduce: sweep row -> (before, after, S).
 REFERENCES = {"both, L=20": (True, True, 10**9), "no end loss, L=20": (False, False, 0)}
 
@@ -65,27 +75,45 @@ class Switched:
     come from ``before`` for steps 0 .. at-1 and from ``after`` from step ``at`` on. The two
     tasks draw the same tokens from a generator (they differ only in ``loss_mask``). The
     engine draws a member's held-out batch first (from ``before``), then one batch a step,
-    so one instance serves one member of one fit (:func:`train_seed` makes a fresh one)."""
+    so one instance serves one member of one fit (:func:`train_seed` makes a fresh one).
+
+    ``ramp`` > 0 (switching on only): over steps ``at`` .. ``at + ramp - 1`` the end step's
+    loss counts in the first k of the batch's examples, k rising by equal parts from
+    B / (ramp + 1) to B ramp / (ramp + 1), so that the end step's gradient grows in
+    gradually instead of arriving at once."""
 
     before: CopyTask
     after: CopyTask
     at: int
+    ramp: int = 0
     calls: int = 0
+
+    def __post_init__(self):
+        if self.ramp and (self.before.end_loss or not self.after.end_loss):
+            raise ValueError("ramp > 0 needs the end loss switched on: before without it, "
+                             "after with it")
 
     def sample(self, generator, batch_size):
         step = self.calls - 1                      # the first call is the held-out batch
         self.calls += 1
-        return (self.before if step < self.at else self.after).sample(generator, batch_size)
+        batch = (self.before if step < self.at else self.after).sample(generator, batch_size)
+        if self.ramp and 0 <= step - self.at < self.ramp:
+            k = round(batch_size * (step - self.at + 1) / (self.ramp + 1))
+            ends = batch["tgt"] == self.after.vocab          # the end token's steps
+            first = (torch.arange(batch_size) < k).unsqueeze(1)
+            batch["loss_mask"] = ~ends | first
+        return batch
 
 
 def train_seed(cfg: ch.EndTokenConfig, seed: int, before: bool, after: bool,
-               at: int) -> dict:
+               at: int, ramp: int = 0) -> dict:
     """Seed ``seed`` of ``cfg`` with the end step's loss ``before`` step ``at`` and ``after``
     it: every evaluation's copy, token and attention accuracy (4 decimals), and every
     step's training loss (``train_loss``, full precision)."""
     set_threads(1)
     task = cfg.task()
-    switched = Switched(replace(task, end_loss=before), replace(task, end_loss=after), at)
+    switched = Switched(replace(task, end_loss=before), replace(task, end_loss=after), at,
+                        ramp)
     h = Trainer(progress=False, **cfg.train_kwargs()).fit(
         cfg.model_fn(task), switched, [seed], probes=[ch.end_probe(task)])
     if switched.calls != cfg.steps + 1:
@@ -99,7 +127,8 @@ def train_seed(cfg: ch.EndTokenConfig, seed: int, before: bool, after: bool,
 
 
 def run_all(cfg, jobs: list[tuple[int, bool, bool, int]], workers: int) -> list[dict]:
-    """``train_seed`` for each (seed, before, after, at), on ``workers`` processes."""
+    """``train_seed`` for each (seed, before, after, at[, ramp]), on ``workers``
+    processes."""
     return Parallel(n_jobs=workers, backend="loky")(
         delayed(train_seed)(cfg, *j) for j in jobs)
 
@@ -108,16 +137,20 @@ def check_switch_step(cfg, workers: int, at: int = 5) -> None:
     """Exit unless the switch acts at step ``at`` exactly: seed 0, ``at`` + 3 steps, with
     the end step's loss switched off at ``at`` has the training losses of the run with it
     throughout up to step ``at`` - 1, and differs from step ``at`` on (the loss there
-    leaves the end step out); switched on at ``at``, likewise against the run without."""
+    leaves the end step out); switched on at ``at``, ramped or not, likewise against the
+    run without; and the ramp's first two steps differ from the unramped switch's."""
     short = replace(cfg, steps=at + 3, seeds=cfg.seeds[:1])
     s = short.seeds[0]
     runs = run_all(short, [(s, True, True, at), (s, True, False, at),
-                           (s, False, False, at), (s, False, True, at)], workers)
-    for ref, sw in ((runs[0], runs[1]), (runs[2], runs[3])):
-        a, b = np.asarray(ref["train_loss"]), np.asarray(sw["train_loss"])
+                           (s, False, False, at), (s, False, True, at),
+                           (s, False, True, at, 2)], workers)
+    loss = [np.asarray(r["train_loss"]) for r in runs]
+    for a, b in ((loss[0], loss[1]), (loss[2], loss[3]), (loss[2], loss[4])):
         if not (np.array_equal(a[:at], b[:at]) and (a[at:] != b[at:]).all()):
             raise SystemExit(f"the switch does not act at step {at}: training losses "
                              f"{a.round(5).tolist()} against {b.round(5).tolist()}")
+    if (loss[4][at:at + 2] == loss[3][at:at + 2]).any():
+        raise SystemExit("the ramp does not change the steps it ramps")
 
 
 def check_references(cfg, sweep: dict, workers: int) -> None:
@@ -176,24 +209,26 @@ def main() -> None:
     out_path = OUT
     if args.smoke:
         cfg = replace(cfg, steps=20, seeds=cfg.seeds[:2])
-        conditions = {"off from 10": (True, False, 10), "on from 10": (False, True, 10)}
+        conditions = {"off from 10": (True, False, 10), "on from 10": (False, True, 10),
+                      "on from 10, ramped over 5": (False, True, 10, 5)}
         out_path = Path(tempfile.mkdtemp(prefix="intervene_smoke_")) / "intervene.json"
     elif not args.no_check:
         check_references(cfg, sweep, workers)
     check_switch_step(cfg, workers)
     out = json.loads(out_path.read_text()) if out_path.exists() else {}
     record = config_record(cfg)
-    for name, (before, after, at) in conditions.items():
+    for name, (before, after, at, *ramp) in conditions.items():
         if args.only not in name:
             continue
         if out.get(name, {}).get("config") == record:
             print(f"[intervene] {name}: kept from {out_path.name}")
             continue
         t = time.time()
-        runs = run_all(cfg, [(s, before, after, at) for s in cfg.seeds], workers)
+        runs = run_all(cfg, [(s, before, after, at, *ramp) for s in cfg.seeds], workers)
         finals = [r["copy_acc"][-1] for r in runs]
         out[name] = {"config": record, "end loss before": before, "end loss after": after,
-                     "switch step": at, "final copy_acc": finals,
+                     "switch step": at, "ramp steps": ramp[0] if ramp else 0,
+                     "final copy_acc": finals,
                      "attn_acc": [r["attn_acc"] for r in runs],
                      "copy_acc": [r["copy_acc"] for r in runs],
                      "checked against the stored rows": not (args.no_check or args.smoke),
