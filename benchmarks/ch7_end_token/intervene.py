@@ -49,9 +49,9 @@ import torch
 from joblib import Parallel, delayed
 
 from attn_core.chapters import ch7_end_token as ch
-from attn_core.config import env_max_steps, get_mode, set_threads
+from attn_core.config import env_max_steps, env_workers, get_mode, set_threads
 from attn_core.data import CopyTask
-from attn_core.metrics import fisher_exact, wilson_interval
+from attn_core.metrics import fisher_exact, success_rate
 from attn_core.stored import _write_json, config_record, platform
 from attn_core.training import Trainer
 
@@ -180,7 +180,7 @@ def summary(finals: list[float], sweep: dict) -> dict:
     """Successes, Wilson interval, and the seeds paired with the reference rows."""
     ok = np.asarray(finals) > ch.SUCCESS_LEVEL
     k, n = int(ok.sum()), ok.size
-    out = {"success": [k, n], "rate": [k / n, *wilson_interval(k, n)], "paired": {}}
+    out = {"success": [k, n], "rate": list(success_rate(ok)), "paired": {}}
     for row in REFERENCES:
         ref = np.asarray(sweep[row]["copy_acc"])[:n, -1] > ch.SUCCESS_LEVEL
         k2 = int(ref.sum())
@@ -202,7 +202,7 @@ def main() -> None:
         raise SystemExit("set ATTN_MODE=fast: the interventions are on the fast sweep's runs")
     if env_max_steps() is not None:
         raise SystemExit("unset ATTN_MAX_STEPS (--smoke runs a short check)")
-    workers = int(os.environ.get("ATTN_WORKERS", "2"))
+    workers = env_workers()
     sweep = ch.load_sweep()
     cfg = ch.sweep_config("both, L=20")
     conditions = CONDITIONS
