@@ -46,7 +46,8 @@ __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combination
            "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model",
            "stored_configs", "screen_configs", "combination_configs", "head_rate",
            "rate_difference", "rescue_prediction", "verdict_agreement", "repeat_rates",
-           "diagonal_heads", "diagonal_counts", "rescue_findings", "DIAGONAL_SUCCEEDS_MIN", "RANDOM_HEADS_ALONE",
+           "diagonal_heads", "diagonal_counts", "rescue_findings", "DIAGONAL_SUCCEEDS_MIN",
+           "RANDOM_HEADS_ALONE",
            "random_heads_alone_runs", "model_diagram", "rescue_curve", "rescue_fit",
            "draw_rescue", "show_rescue", "RESCUE_SLIDER", "labels_at", "draw_labels_at",
            "BAD_SLIDER"]
