@@ -10,7 +10,10 @@ generates, in every notebook of ``_toc.yml``,
 - the "Open in Colab" badge in the first cell (the line starting ``[![Open In Colab]``), which
   opens ``notebooks/<name>.ipynb`` of that repository and branch on Colab; and
 - the first code cell, which installs ``attn_core`` with pip from that repository when it runs
-  on Colab. ``ATTN_INSTALL_URL`` (any pip requirement, e.g. ``git+https://github.com/you/fork``
+  on Colab;
+- the markdown's links into the published book (``book_url``: glossary terms, citations,
+  cross-references) and to the repository's files (``file_url``: the scripts and results a
+  chapter cites as evidence). ``ATTN_INSTALL_URL`` (any pip requirement, e.g. ``git+https://github.com/you/fork``
   or ``git+file:///path/to/checkout``) overrides where from, and also makes the cell install
   outside Colab; without either the cell does nothing. torch is never named, so Colab's own
   build stays.
@@ -71,6 +74,45 @@ def colab_url(url: str, branch: str, notebook: str) -> str:
             f"notebooks/{notebook}.ipynb")
 
 
+def book_url(url: str) -> str:
+    """The published book's address (GitHub Pages of that repository), ending in ``/``.
+
+    ``https://github.com/<owner>/<name>`` is published at ``https://<owner>.github.io/<name>/``
+    (``.github/workflows/book.yml``). The notebooks link their glossary terms, citations and
+    cross-references there, so that the links work in Colab and JupyterLab too; in the book
+    itself ``book/_ext/portable_markdown.py`` turns them back into the book's own links.
+    """
+    match = _GITHUB.match(url)
+    if not match:
+        raise ValueError(f"url must be https://github.com/<owner>/<name>; got {url!r}")
+    owner, name = match.groups()
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
+def file_url(url: str, branch: str, path: str) -> str:
+    """The address of a file (or, ending in ``/``, a folder) of that repository and branch."""
+    kind = "tree" if path.endswith("/") else "blob"
+    return f"{url}/{kind}/{branch}/{path.rstrip('/')}"
+
+
+#: links to some published book (``https://<owner>.github.io/<name>/``) and to a file of some
+#: GitHub repository; rewritten to this repository's when they point into this book or at a
+#: file of this repository (its top-level folders below)
+_BOOK_LINK = re.compile(r"\]\((https://[A-Za-z0-9-]+\.github\.io/[A-Za-z0-9._-]+/)"
+                        r"((?:book|notebooks)/[^)\s]*)\)")
+_FILE_LINK = re.compile(r"\]\((https://github\.com/[A-Za-z0-9-]+/[A-Za-z0-9._-]+)/(blob|tree)/"
+                        r"([A-Za-z0-9._/-]+?)/((?:attn_core|benchmarks|book|notebooks|scripts|"
+                        r"tests)(?:/[^)\s#]*)?)(#[^)\s]*)?\)")
+
+
+def relinked(text: str, url: str, branch: str) -> str:
+    """``text`` (markdown) with its links into the book and to this repository's files
+    pointed at the book and repository of ``url`` and ``branch``."""
+    text = _BOOK_LINK.sub(lambda m: f"]({book_url(url)}{m.group(2)})", text)
+    return _FILE_LINK.sub(
+        lambda m: f"]({url}/{m.group(2)}/{branch}/{m.group(4)}{m.group(5) or ''})", text)
+
+
 def badge(url: str, branch: str, notebook: str) -> str:
     return f"{BADGE_PREFIX}({BADGE_IMAGE})]({colab_url(url, branch, notebook)})"
 
@@ -91,7 +133,8 @@ def _source(cell: dict) -> str:
 
 
 def synced(nb: dict, path: Path, url: str, branch: str) -> dict:
-    """A copy of notebook ``nb`` with its badge and install cell generated from the config."""
+    """A copy of notebook ``nb`` with its badge, install cell and links generated from the
+    config."""
     nb = json.loads(json.dumps(nb))
     cells = nb.get("cells", [])
     if not cells or cells[0].get("cell_type") != "markdown":
@@ -108,6 +151,12 @@ def synced(nb: dict, path: Path, url: str, branch: str) -> dict:
         raise ValueError(f"{path.name}: the first code cell must be the Colab install cell "
                          f"(it mentions google.colab)")
     code[0]["source"] = install_cell(url, branch).splitlines(keepends=True)
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            text = _source(cell)
+            new = relinked(text, url, branch)
+            if new != text:
+                cell["source"] = new.splitlines(keepends=True)
     return nb
 
 
