@@ -93,10 +93,13 @@ def build_page(nb_path: Path, where: Path) -> Path:
         cfg.pop(key, None)
     cfg.pop("bibtex_bibfiles", None)
     sph = cfg.setdefault("sphinx", {})
-    sph.pop("local_extensions", None)
+    # the book's own extensions but for the footer's: Predict boxes shown as in the book
+    # (links to the book's other pages stay links to the published book, said quietly)
+    sph["local_extensions"] = {"portable_markdown": str(ROOT / "book" / "_ext")}
     conf = sph.setdefault("config", {})
     conf["html_static_path"] = [str(ROOT / p) for p in conf.get("html_static_path", [])]
-    conf["suppress_warnings"] = ["myst.xref_missing", "ref.term", "ref.ref", "bibtex"]
+    conf["suppress_warnings"] = ["myst.xref_missing", "ref.term", "ref.ref", "bibtex",
+                                 "portable_markdown"]
     exts = cfg.get("parse", {}).get("myst_enable_extensions", [])
     cfg["parse"] = {"myst_enable_extensions": exts}
     src = where / "src"
@@ -104,7 +107,8 @@ def build_page(nb_path: Path, where: Path) -> Path:
     page = src / nb_path.name
     shutil.copy(nb_path, page)
     (where / "_config.yml").write_text(yaml.safe_dump(cfg, sort_keys=False))  # order matters
-    # {cite} and {term} roles need the book's other pages: plain text is enough here
+    # {cite} and {term} roles (the book's own pages still use them) need the book's other
+    # pages: plain text is enough here
     nb = json.loads(page.read_text())
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":

@@ -127,6 +127,13 @@ def book_notebooks(root: Path = ROOT) -> list[Path]:
             if e["file"].startswith("notebooks/")]
 
 
+def book_pages(root: Path = ROOT) -> list[Path]:
+    """The book's own markdown pages of ``_toc.yml`` (its root and every ``.md`` chapter)."""
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"], *(e["file"] for e in toc.get("chapters", []))]
+    return [Path(root) / f"{f}.md" for f in files if (Path(root) / f"{f}.md").exists()]
+
+
 def _source(cell: dict) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
@@ -161,14 +168,22 @@ def synced(nb: dict, path: Path, url: str, branch: str) -> dict:
 
 
 def sync(root: Path = ROOT, check: bool = False) -> list[Path]:
-    """Bring every book notebook in line with ``_config.yml``; return the ones that were not
-    (with ``check=True`` nothing is written)."""
+    """Bring every book notebook (and the links of every book page) in line with
+    ``_config.yml``; return the files that were not (with ``check=True`` nothing is
+    written)."""
     url, branch = read_repository(root)
     changed = []
     for path in book_notebooks(root):
         text = path.read_text(encoding="utf-8")
         nb = json.loads(text)
         new = json.dumps(synced(nb, path, url, branch), indent=1, ensure_ascii=False) + "\n"
+        if new != text:
+            changed.append(path)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    for path in book_pages(root):
+        text = path.read_text(encoding="utf-8")
+        new = relinked(text, url, branch)
         if new != text:
             changed.append(path)
             if not check:
@@ -187,7 +202,7 @@ def main(argv=None) -> int:
     for path in changed:
         print(f"{path.relative_to(args.root)}: {verb} _config.yml's repository")
     if not changed:
-        print("every notebook's Colab badge and install cell match _config.yml")
+        print("every notebook's Colab badge, install cell and links match _config.yml")
     return 1 if (args.check and changed) else 0
 
 

@@ -3,6 +3,10 @@ is readable at the column width, on a desktop and on a phone; no machine path an
 object repr reaches a page. Runs after the book build (stage 3 of scripts/run_tests.sh);
 skipped when the book has not been built.
 
+Every internal link of every page is followed (a missing file is a 404 on the web, a missing
+anchor a link that goes nowhere), and every chapter's Predict blockquotes are the book's
+"Predict" boxes.
+
 The figures' text sizes come from the executed notebooks in the build's execution cache:
 ``plotting.set_style()`` records, with every figure a chapter displays, the size of its
 smallest text once the figure is fitted to the column (``attn_text_pt``), and each
@@ -15,7 +19,9 @@ import os
 import re
 import sys
 import tempfile
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from conftest import wait_for_render  # tests/ is on the path (pytest's rootdir conftest)
@@ -147,3 +153,103 @@ def test_the_build_log_is_quiet_and_reports_each_chapters_claims():
         assert re.search(rf"\[execute\] {nb.stem}: \d+ s; all \d+ claims of .+ hold", text), \
             f"no claims summary for {nb.stem} in the build log"
     assert re.search(r"\[build\] stage times: execute notebooks \d+ s", text)
+
+
+# ------------------------------------------------------------------- links and Predict boxes
+
+
+class _Page(HTMLParser):
+    """A page's ids (link targets) and the href/src of every element."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        self.links += [attrs[k] for k in ("href", "src") if attrs.get(k) is not None]
+
+
+def broken_links(html: Path) -> tuple[int, list[str]]:
+    """(internal links followed, broken ones) over every page of a built book: a link to a
+    file that is not there (a 404 on the web) or to an anchor its page does not have."""
+    html = html.resolve()
+    parsed: dict[Path, _Page] = {}
+
+    def page(path: Path) -> _Page:
+        if path not in parsed:
+            parsed[path] = _Page()
+            parsed[path].feed(path.read_text(encoding="utf-8", errors="replace"))
+        return parsed[path]
+
+    pages = [p for p in sorted(html.rglob("*.html"))
+             if "_static" not in p.relative_to(html).parts]
+    followed, bad = 0, []
+    for path in pages:
+        for href in page(path).links:
+            url = urlsplit(href)
+            if url.scheme or href.startswith("//"):
+                continue                          # another site: not this build's to check
+            followed += 1
+            target = (path.parent / unquote(url.path)).resolve() if url.path else path
+            if target.is_dir():
+                target = target / "index.html"
+            where = f"{path.relative_to(html)}: {href}"
+            if not target.is_file():
+                bad.append(f"{where} (no such file: a 404 on the web)")
+            elif (url.fragment and target.suffix == ".html"
+                  and unquote(url.fragment) not in page(target).ids):
+                bad.append(f"{where} (its page has no anchor {url.fragment!r})")
+    return followed, bad
+
+
+def test_the_link_crawl_finds_broken_links(tmp_path):
+    """The crawl fails a missing page, a missing anchor and a footer link written for
+    another folder (the "How to cite" link of the search page 404'd until #51)."""
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "intro.html").write_text(
+        '<h2 id="how-to-cite">Cite</h2><a href="#how-to-cite">here</a>'
+        '<a href="../search.html">search</a><a href="https://example.org/x">out</a>')
+    (tmp_path / "search.html").write_text(
+        '<a href="../book/intro.html#how-to-cite">cite</a><a href="book/intro.html#nope">x'
+        '</a><a href="book/gone.html">y</a><img src="_static/a.png">'
+        '<a href="book/intro.html#how-to-cite">ok</a>')
+    followed, bad = broken_links(tmp_path)
+    assert followed == 7
+    assert [b.split(" (")[0] for b in bad] == [
+        "search.html: ../book/intro.html#how-to-cite", "search.html: book/intro.html#nope",
+        "search.html: book/gone.html", "search.html: _static/a.png"], bad
+
+
+def test_no_internal_link_is_broken():
+    """Every page's links inside the book resolve: the file exists and so does the anchor
+    (the search and index pages, whose footer is written from another folder, included)."""
+    if not HTML.is_dir():
+        pytest.skip("the book is not built (bash scripts/build_book.sh)")
+    followed, bad = broken_links(HTML)
+    assert followed > 1000, f"only {followed} internal links found: is the build whole?"
+    assert not bad, f"{len(bad)} broken internal links:\n" + "\n".join(bad[:30])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_predict_boxes_are_the_books_boxes(path):
+    """Each Predict blockquote of the notebook is a "Predict" tip box in the book
+    (book/_ext/portable_markdown.py), and none is left a plain quotation."""
+    page = HTML / "notebooks" / f"{path.stem}.html"
+    if not page.exists():
+        pytest.skip("the book is not built (bash scripts/build_book.sh)")
+    import json
+
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    quotes = sum(len(re.findall(r"^> \*\*Predict\.\*\*", "".join(c["source"]), flags=re.M))
+                 for c in cells if c["cell_type"] == "markdown")
+    html = page.read_text(encoding="utf-8")
+    boxes = re.findall(r'<div class="tip admonition">\s*<p class="admonition-title">Predict</p>',
+                       html)
+    assert quotes >= 3 and len(boxes) == quotes, (path.name, quotes, len(boxes))
+    assert "<strong>Predict.</strong>" not in html, f"{path.name}: a Predict box left a quote"

@@ -29,7 +29,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
-PREDICT = ":::{admonition} Predict"
+#: A Predict box: a blockquote opening with a bold label (portable markdown; the book shows it
+#: as a tip admonition, book/_ext/portable_markdown.py; tests/test_portable_markdown.py).
+PREDICT = "> **Predict.**"
 EXERCISE = re.compile(r"^### Exercise (\d+)\.(\d+) — .+ \((derivation|code|what if), ≈ \d+ min, "
                       r"difficulty (★☆☆|★★☆|★★★)\)", re.M)
 #: A folded hint in an exercise's text (at least one before the solution, ARENA's Hint 1).
@@ -55,13 +57,14 @@ def _chapter(path: Path) -> int:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_predict_boxes_are_answered(path):
     md = [_src(c) for c in _cells(path) if c["cell_type"] == "markdown"]
-    boxes = [i for i, s in enumerate(md) if PREDICT in s]
+    boxes = [i for i, s in enumerate(md) if re.search(rf"^{re.escape(PREDICT)}", s, re.M)]
     assert len(boxes) >= 3, f"{path.name}: {len(boxes)} Predict boxes; at least 3 wanted"
     for n, i in enumerate(boxes):
         end = boxes[n + 1] if n + 1 < len(boxes) else len(md)
         answers = [s for s in md[i + 1:end] if "**Answer.**" in s]
         assert answers, (
-            f"{path.name}: Predict box {n + 1} ({md[i][len(PREDICT):][:60].strip()!r}) has "
+            f"{path.name}: Predict box {n + 1} "
+            f"({md[i].split(PREDICT, 1)[1][:60].strip()!r}) has "
             f"no '**Answer.**' paragraph before the next box")
         for s in answers:
             assert re.match(r'<details class="attn-answer">\n<summary>[^<]+</summary>\n\n'

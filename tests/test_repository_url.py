@@ -23,6 +23,9 @@ _spec.loader.exec_module(sync_url)
 def _copy_book(tmp_path: Path) -> Path:
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "book").mkdir()
+    for page in (ROOT / "book").glob("*.md"):
+        shutil.copy(page, tmp_path / "book" / page.name)
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks",
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     return tmp_path
@@ -35,6 +38,16 @@ def _set_repository(root: Path, url: str, branch: str = "main") -> None:
     text = text.replace(f"url: {old_url}", f"url: {url}")
     text = text.replace(f"branch: {old_branch}", f"branch: {branch}")
     cfg.write_text(text)
+
+
+def _moved_back(text: str) -> str:
+    """The links of ``test_changing_the_config...``'s fork put back where they were."""
+    return (text.replace("https://a-reader.github.io/attention-fork/",
+                         "https://how-attention-learns.github.io/how-attention-learns/")
+            .replace("https://github.com/a-reader/attention-fork/blob/dev/",
+                     "https://github.com/how-attention-learns/how-attention-learns/blob/main/")
+            .replace("https://github.com/a-reader/attention-fork/tree/dev/",
+                     "https://github.com/how-attention-learns/how-attention-learns/tree/main/"))
 
 
 def _cells(path: Path) -> tuple[str, str]:
@@ -73,21 +86,39 @@ def test_a_hand_edited_badge_or_install_cell_is_caught(tmp_path):
 def test_changing_the_config_changes_every_badge_and_install_cell(tmp_path):
     root = _copy_book(tmp_path)
     before = {p.name: p.read_text() for p in sync_url.book_notebooks(root)}
+    pages = {p.name: p.read_text() for p in sync_url.book_pages(root)}
     _set_repository(root, "https://github.com/a-reader/attention-fork", "dev")
     changed = sync_url.sync(root)
-    assert sorted(p.name for p in changed) == sorted(before)
+    linking = [n for n, text in pages.items() if "how-attention-learns/blob/main" in text]
+    assert linking, "no book page links a repository file: the pages' part is not tested"
+    assert sorted(p.name for p in changed) == sorted([*before, *linking])
+    for path in sync_url.book_pages(root):      # only their links to this repository moved
+        new = path.read_text()
+        assert "how-attention-learns/how-attention-learns/blob/main" not in new
+        assert _moved_back(new) == pages[path.name]
     for path in sync_url.book_notebooks(root):
         first, install = _cells(path)
         assert (f"https://colab.research.google.com/github/a-reader/attention-fork/blob/dev/"
                 f"notebooks/{path.stem}.ipynb") in first
         assert 'INSTALL_URL = "git+https://github.com/a-reader/attention-fork@dev"' in install
         assert "how-attention-learns/how-attention-learns" not in first + install
-        # only the badge line and the install cell changed
+        # the badge line, the install cell and the links changed, nothing else
         old, new = json.loads(before[path.name]), json.loads(path.read_text())
         assert len(old["cells"]) == len(new["cells"])
         differ = [i for i, (a, b) in enumerate(zip(old["cells"], new["cells"])) if a != b]
         code0 = next(i for i, c in enumerate(old["cells"]) if c["cell_type"] == "code")
-        assert differ == [0, code0]
+        assert code0 in differ and 0 in differ
+        for i in differ:
+            if i == code0:
+                continue
+            assert new["cells"][i]["cell_type"] == "markdown"
+            text = "".join(new["cells"][i]["source"])
+            assert "how-attention-learns.github.io" not in text, (path.name, i)
+            assert "how-attention-learns/how-attention-learns" not in text, (path.name, i)
+            if i:
+                assert _moved_back(text) == "".join(old["cells"][i]["source"]), (path.name, i)
+        assert any("https://a-reader.github.io/attention-fork/book/glossary.html#term-" in
+                   "".join(new["cells"][i]["source"]) for i in differ), path.name
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_repository_url.py"),
                         "--check", "--root", str(root)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

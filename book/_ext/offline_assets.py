@@ -41,8 +41,14 @@ def _footer_links(app, pagename, templatename, context, doctree):
     footer = context.get("theme_extra_footer")
     if not footer or "pathto" not in context:
         return
-    context["theme_extra_footer"] = _ROOT_LINK.sub(
-        lambda m: f'href="{context["pathto"](m.group(1))}{m.group(2) or ""}"', footer)
+
+    def relative(m):
+        target = context["pathto"](m.group(1))
+        if target.startswith("#") or m.group(1) == pagename:   # the page itself
+            target = "" if m.group(2) else "#"
+        return f'href="{target}{m.group(2) or ""}"'
+
+    context["theme_extra_footer"] = _ROOT_LINK.sub(relative, footer)
 
 
 def setup(app):

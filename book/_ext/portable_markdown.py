@@ -37,9 +37,9 @@ PREDICT_LABEL = "Predict."
 PREDICT_TITLE = "Predict"
 
 
-def _sync_module(srcdir: str):
-    """``scripts/sync_repository_url.py`` of the book being built (its URL rules)."""
-    path = Path(srcdir) / "scripts" / "sync_repository_url.py"
+def _sync_module():
+    """``scripts/sync_repository_url.py`` of this repository (its URL rules)."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "sync_repository_url.py"
     spec = importlib.util.spec_from_file_location("_attn_sync_repository_url", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -149,7 +149,7 @@ def _book_url(app, config) -> None:
     url = (config.html_theme_options or {}).get("repository_url")
     if not url:
         return
-    config.portable_markdown_book_url = _sync_module(app.srcdir).book_url(url.rstrip("/"))
+    config.portable_markdown_book_url = _sync_module().book_url(url.rstrip("/"))
 
 
 def setup(app):
