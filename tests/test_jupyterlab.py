@@ -306,8 +306,12 @@ def test_every_chapter_reads_right_in_jupyterlab(lab):
 
     def shoot(page, mark, path, problems, what):
         try:
-            page.locator(f'[data-attn-read="{mark}"]').screenshot(path=str(path),
-                                                                  timeout=10_000)
+            # the notebook lays out cells near the viewport as they come into view: let the
+            # layout settle where the element is before taking its picture
+            element = page.locator(f'[data-attn-read="{mark}"]')
+            element.scroll_into_view_if_needed(timeout=10_000)
+            page.wait_for_timeout(500)
+            element.screenshot(path=str(path), timeout=10_000)
         except PlaywrightError as e:
             page.screenshot(path=str(path))
             problems.append(f"{what} is not visible once scrolled to "
