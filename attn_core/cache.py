@@ -77,10 +77,10 @@ import torch
 
 from .checks import check_bool
 from .config import env_cache, env_max_steps, env_smoke_batch, get_device, get_mode, wrap_line
-from .training import GROUP_STORE, History, _eval_schedule
+from .training import GROUP_STORE, History, eval_schedule
 
 __all__ = ["cache_dir", "cache_key", "check_cache_name", "code_identity", "save_history",
-           "load_history", "cached_history"]
+           "load_history", "read_entry", "cached_history"]
 
 _PACKAGE = Path(__file__).resolve().parent
 #: Bumped whenever the file layout changes; entries of another format are recomputed.
@@ -504,7 +504,7 @@ def _check_history_schema(arrays: dict[str, np.ndarray], config) -> None:
     if seeds.ndim != 1 or seeds.shape[0] < 1 or seeds.dtype.kind not in "iu":
         fail(f"seeds must be a non-empty (S,) int array; got shape {seeds.shape} {seeds.dtype}")
     S = seeds.shape[0]
-    schedule = np.asarray(_eval_schedule(steps, every))
+    schedule = np.asarray(eval_schedule(steps, every))
     E = len(schedule)
     ds = arrays["data_seeds"]
     if ds.shape != (S,) or ds.dtype.kind not in "iu":
@@ -629,7 +629,7 @@ def _read_payload(f) -> tuple[dict, dict[str, np.ndarray]]:
     return json.loads(str(meta_arr)), arrays
 
 
-def _read_entry(path: Path, require_digest: bool = False) -> tuple[History, dict]:
+def read_entry(path: Path, require_digest: bool = False) -> tuple[History, dict]:
     """Load and check one entry; ValueError naming ``path`` if it is not a valid entry.
 
     A recorded content digest must match the arrays; with ``require_digest`` one must be
@@ -696,7 +696,7 @@ def load_history(path: str | os.PathLike) -> History:
     its recorded schema or the History schema, or its arrays do not match its recorded content
     digest (a file saved before digests were recorded has none and is read all the same).
     """
-    return _read_entry(_entry_path(path))[0]
+    return read_entry(_entry_path(path))[0]
 
 
 # ---------------------------------------------------------------------------- the cache
@@ -881,7 +881,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     if path is not None:
         _remove_stale_tmp(root)
         try:
-            h, info = _read_entry(path, require_digest=True)
+            h, info = read_entry(path, require_digest=True)
             if info["meta"].get("key", key) != key or info["meta"].get("name", name) != name:
                 raise ValueError(f"{path} was saved for name={info['meta'].get('name')!r} "
                                  f"key={info['meta'].get('key')!r}, not {name!r} {key!r}")

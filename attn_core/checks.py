@@ -21,21 +21,48 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
+__all__ = ["is_int", "MAX_DIM", "MAX_ELEMENTS", "check_dim", "check_numel", "check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
            "check_fractions",
            "check_generator", "check_int_tuple", "check_token_ids", "check_index_tensor",
-           "check_sequences", "check_int_array",
+           "check_sequences", "check_pair", "check_indices", "check_token_batches", "check_int_array",
            "check_real_array", "check_bool_array", "check_str"]
 
 
-def _is_int(value) -> bool:
+#: The largest size any one dimension of a model or task may have (vocabularies, widths,
+#: lengths): 2^24. The book's largest is a vocabulary of about 10^4 words; a size beyond this
+#: is a mistake (10^12 words), refused by name before torch tries to allocate it.
+MAX_DIM = 2 ** 24
+#: The most elements one parameter tensor of a model may hold (all its members together):
+#: 2^31, 8 GiB of float32.
+MAX_ELEMENTS = 2 ** 31
+
+
+def check_dim(name: str, value, low: int = 1) -> int:
+    """``value`` as an ``int`` in ``[low, MAX_DIM]``: a size of a model or a task."""
+    return check_int(name, value, low, MAX_DIM)
+
+
+def check_numel(what: str, shape) -> None:
+    """ValueError naming ``what`` if a tensor of ``shape`` would hold more than
+    :data:`MAX_ELEMENTS` elements (checked before it is allocated)."""
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if n > MAX_ELEMENTS:
+        raise ValueError(f"{what} would hold {n:,} elements (shape {tuple(int(d) for d in shape)}); "
+                         f"at most {MAX_ELEMENTS:,} (2^31) are allowed: are its sizes right?")
+
+
+def is_int(value) -> bool:
+    """Whether ``value`` is a Python or NumPy integer (never a bool, never a float such as
+    2.0): what every ``int`` argument of the package must be."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_int(name: str, value, low: int | None = 1, high: int | None = None) -> int:
     """``value`` as an ``int`` in ``[low, high]`` (either bound may be None: unbounded)."""
     rng = _range_text(low, high)
-    if not _is_int(value):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int {rng}; got {type(value).__name__} {value!r}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
@@ -289,3 +316,38 @@ def _range_text(low, high, low_open: bool = False, high_open: bool = False) -> s
     if low is None:
         return f"{'<' if high_open else '<='} {high}"
     return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+def check_token_batches(src, tgt_in, vocab: int) -> None:
+    """One model's input (the chapters' readable models): ``src`` (B, L) and ``tgt_in``
+    (B, T), non-empty, of the same B, and token ids in ``[0, vocab)`` -- checked before an
+    embedding would fail on them inside torch."""
+    for name, t, axes in (("src", src, ("B", "L")), ("tgt_in", tgt_in, ("B", "T"))):
+        check_sequences(name, t, axes)
+        check_token_ids(name, t, vocab)
+    if src.shape[0] != tgt_in.shape[0]:
+        raise ValueError(f"src {tuple(src.shape)} and tgt_in {tuple(tgt_in.shape)} must have "
+                         f"the same batch size B")
+
+
+def check_pair(a_name: str, a, b_name: str, b, vocab: int | None = None) -> None:
+    """Two batches of sequences, (S, B, L) and (S, B, T), of the same members and examples;
+    with ``vocab``, both of token ids in ``[0, vocab)`` (checked here, under their own names,
+    before the embedding checks them again as its generic "token ids")."""
+    check_sequences(a_name, a)
+    check_sequences(b_name, b, ("S", "B", "T"))
+    if a.shape[:2] != b.shape[:2]:
+        raise ValueError(f"{a_name} {tuple(a.shape)} and {b_name} {tuple(b.shape)} must share "
+                         f"their first two dimensions (S, B)")
+    if vocab is not None:
+        check_token_ids(a_name, a, vocab)
+        check_token_ids(b_name, b, vocab)
+
+
+def check_indices(name: str, t, shape, n: int, what: str = "token ids", size: str = "vocab",
+                   floating: bool = False) -> None:
+    """``t``: indices in ``[0, n)`` (see :func:`~attn_core.checks.check_index_tensor`) of
+    exactly ``shape``."""
+    check_index_tensor(name, t, n, what, size, floating)
+    if t.shape != shape:
+        raise ValueError(f"{name} must have shape {tuple(shape)}; got {tuple(t.shape)}")

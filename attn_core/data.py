@@ -36,27 +36,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .checks import (check_bool, check_choice, check_generator, check_int_array, check_real,
-                     check_token_ids)
+from .checks import (check_bool, check_choice, check_dim, check_generator, check_int_array,
+                     check_real, check_token_ids, is_int)
 
 __all__ = ["KeywordTask", "CopyTask", "EndToken", "TopicTask", "COPY_DISTRIBUTIONS",
            "EOS_SIDES", "topic_sentences", "PurityGradedTask", "MarkovPairTask",
            "read_sst2_tsv", "BagTask", "sst2_task", "find_sst2", "SST2_URL", "TOY_CORPUS",
            "encode_corpus", "ParallelCorpusTask", "ClassificationAsTranslation", "copy_vocab"]
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _check_int(name: str, value, low: int = 1) -> int:
-    """An int >= ``low`` (a Python or NumPy int; never a bool, never a float such as 2.0)."""
-    if not _is_int(value):
-        raise TypeError(f"{name} must be an int >= {low}; got {type(value).__name__} {value!r}")
-    value = int(value)
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}; got {value}")
-    return value
 
 
 def _check_gen(generator) -> None:
@@ -88,9 +74,9 @@ class KeywordTask:
     keyword: int = 0
 
     def __post_init__(self):
-        _check_int("length", self.length, 2)
-        _check_int("vocab", self.vocab, 2)
-        if not _is_int(self.keyword):
+        check_dim("length", self.length, 2)
+        check_dim("vocab", self.vocab, 2)
+        if not is_int(self.keyword):
             raise TypeError(f"keyword must be an int in [0, {self.vocab - 1}]; got "
                             f"{type(self.keyword).__name__} {self.keyword!r}")
         if not 0 <= self.keyword < self.vocab:
@@ -102,7 +88,7 @@ class KeywordTask:
 
     def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:
         _check_gen(generator)
-        B, L = _check_int("batch_size", batch_size), self.length
+        B, L = check_dim("batch_size", batch_size), self.length
         y = (torch.rand(B, generator=generator) < 0.5).float()
         # non-keyword tokens: uniform over the vocab without the keyword
         x = torch.randint(0, self.vocab - 1, (B, L), generator=generator)
@@ -126,7 +112,7 @@ def copy_vocab(length: int, distribution: str, vocab: int | None, name: str = "v
     calls it ``name``)."""
     L = length
     default = {"permutation": L, "distinct": L, "iid": L, "mixture": 2 * L}[distribution]
-    V = default if vocab is None else _check_int(name, vocab, 1)
+    V = default if vocab is None else check_dim(name, vocab, 1)
     if distribution == "permutation" and V != L:
         raise ValueError(f"{name} must equal length ({L}) for 'permutation'; got {V}. "
                          "Use distribution='distinct' for L items out of V > L.")
@@ -222,7 +208,7 @@ class CopyTask(EndToken):
     _align: Tensor = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        L = _check_int("length", self.length, 1)
+        L = check_dim("length", self.length, 1)
         check_choice("distribution", self.distribution, COPY_DISTRIBUTIONS)
         for name in ("eos", "start", "mask_end", "end_loss", "end_score_grad",
                      "end_state_grad", "mask_start"):
@@ -237,7 +223,7 @@ class CopyTask(EndToken):
                              f"eos_side 'both' or 'source'); got eos={self.eos}, "
                              f"eos_side={self.eos_side!r}")
         if self.min_length is not None:
-            _check_int("min_length", self.min_length, 1)
+            check_dim("min_length", self.min_length, 1)
             if self.min_length > L:
                 raise ValueError(f"min_length must be in [1, length={L}]; got "
                                  f"{self.min_length}")
@@ -314,7 +300,7 @@ class CopyTask(EndToken):
 
     def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:
         _check_gen(generator)
-        B, L, V = _check_int("batch_size", batch_size), self.length, self.vocab
+        B, L, V = check_dim("batch_size", batch_size), self.length, self.vocab
         if self.distribution in ("permutation", "distinct"):
             src = _random_permutations(B, V, generator)[:, :L]
         elif self.distribution == "iid":
@@ -405,7 +391,7 @@ def topic_sentences(topic_sets, dictionary, m: int, n: int, generator: torch.Gen
     position.
     """
     _check_gen(generator)
-    m, n = _check_int("m", m, 1), _check_int("n", n, 1)
+    m, n = check_dim("m", m, 1), check_dim("n", n, 1)
     if isinstance(topic_sets, (str, bytes, dict)) or not hasattr(topic_sets, "__len__"):
         raise TypeError("topic_sets must be a sequence of word-id sequences, one per topic; got "
                         f"{type(topic_sets).__name__}")
@@ -460,7 +446,7 @@ class _SeededDataSet:
         """The same task with its data set drawn from ``seed`` (itself if ``seed`` is its seed;
         the training engine gives each member the data set of its own data seed: real
         replicates)."""
-        seed = _check_int("seed", seed, 0)
+        seed = check_dim("seed", seed, 0)
         return self if seed == self.seed else dataclasses.replace(self, seed=seed)
 
 
@@ -487,13 +473,13 @@ class TopicTask(_SeededDataSet):
     _data: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        _check_int("n_topics", self.n_topics, 2)
-        _check_int("words_per_topic", self.words_per_topic, 1)
-        _check_int("m", self.m, 1)
-        _check_int("n_nontopic", self.n_nontopic, 1)
-        _check_int("n_train", self.n_train, 1)
-        _check_int("n_test", self.n_test, 1)
-        g = torch.Generator().manual_seed(_check_int("seed", self.seed, 0))
+        check_dim("n_topics", self.n_topics, 2)
+        check_dim("words_per_topic", self.words_per_topic, 1)
+        check_dim("m", self.m, 1)
+        check_dim("n_nontopic", self.n_nontopic, 1)
+        check_dim("n_train", self.n_train, 1)
+        check_dim("n_test", self.n_test, 1)
+        g = torch.Generator().manual_seed(check_dim("seed", self.seed, 0))
         J, K = self.n_topics, self.words_per_topic
         sets = [list(range(j * K, (j + 1) * K)) for j in range(J)]
         d = topic_sentences(sets, range(J * K, J * K + self.n_nontopic), self.m,
@@ -514,7 +500,7 @@ class TopicTask(_SeededDataSet):
     def topic_of(self, word: int) -> int:
         """The topic a topic word belongs to."""
         n = self.n_topics * self.words_per_topic
-        if not _is_int(word):
+        if not is_int(word):
             raise TypeError(f"word must be a topic word id, an int in [0, {n - 1}]; got "
                             f"{type(word).__name__} {word!r}")
         if not 0 <= word < n:
@@ -561,18 +547,18 @@ class PurityGradedTask(_SeededDataSet):
         if isinstance(fc, (str, bytes)) or not (isinstance(fc, (tuple, list)) and len(fc) == 2):
             raise TypeError("frequent_counts must be a pair (sentences of its own class, of the "
                             f"other class) of ints; got {fc!r}")
-        n_own = _check_int("frequent_counts[0]", fc[0], 1)
-        n_other = _check_int("frequent_counts[1]", fc[1], 0)
-        R = _check_int("rare_count", self.rare_count, 1)
-        K = _check_int("rare_per_class", self.rare_per_class, 1)
+        n_own = check_dim("frequent_counts[0]", fc[0], 1)
+        n_other = check_dim("frequent_counts[1]", fc[1], 0)
+        R = check_dim("rare_count", self.rare_count, 1)
+        K = check_dim("rare_per_class", self.rare_per_class, 1)
         if n_own + n_other > K * R:
             raise ValueError(f"frequent_counts ({n_own} + {n_other}) must fit into one class's "
                              f"rare_per_class * rare_count = {K * R} sentences (each class "
                              "holds that many F⁺ and F⁻ sentences)")
-        m = _check_int("m", self.m, 2)
-        V = _check_int("n_nontopic", self.n_nontopic, 1)
-        n_test = _check_int("n_test", self.n_test, 1)
-        g = torch.Generator().manual_seed(_check_int("seed", self.seed, 0))
+        m = check_dim("m", self.m, 2)
+        V = check_dim("n_nontopic", self.n_nontopic, 1)
+        n_test = check_dim("n_test", self.n_test, 1)
+        g = torch.Generator().manual_seed(check_dim("seed", self.seed, 0))
         n_c = K * R
         y = torch.arange(2).repeat_interleave(n_c)                        # class 0, then 1
         rare = 2 + y * K + torch.arange(K).repeat_interleave(R).repeat(2)
@@ -649,14 +635,14 @@ class MarkovPairTask(_SeededDataSet):
     _data: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        V = _check_int("n_words", self.n_words, 1)
-        P = _check_int("pairs_per_topic", self.pairs_per_topic, 1)
+        V = check_dim("n_words", self.n_words, 1)
+        P = check_dim("pairs_per_topic", self.pairs_per_topic, 1)
         if V < 4 * P:
             raise ValueError(f"n_words must be >= 4 * pairs_per_topic = {4 * P} (the topic pairs "
                              f"use distinct words); got {V}")
-        L = _check_int("length", self.length, 2)
-        n = _check_int("n_train", self.n_train, 1) + _check_int("n_test", self.n_test, 1)
-        g = torch.Generator().manual_seed(_check_int("seed", self.seed, 0))
+        L = check_dim("length", self.length, 2)
+        n = check_dim("n_train", self.n_train, 1) + check_dim("n_test", self.n_test, 1)
+        g = torch.Generator().manual_seed(check_dim("seed", self.seed, 0))
         pairs = torch.randperm(V, generator=g)[:4 * P].view(2 * P, 2)     # topic by topic
         follow = torch.full((2, V), -1, dtype=torch.long)                 # MC_y's fixed moves
         for y in (0, 1):
@@ -750,7 +736,7 @@ class BagTask:
         (every score is masked) and would give a NaN loss."""
         from collections import Counter
 
-        _check_int("min_count", min_count, 1)
+        check_dim("min_count", min_count, 1)
         train_tokens = _check_bags("train_tokens", train_tokens)
         train_labels = _check_labels("train_labels", train_labels, len(train_tokens))
         if (test_tokens is None) != (test_labels is None):
@@ -901,7 +887,7 @@ def sst2_task(directory, min_count: int = 1) -> BagTask:
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"directory must be a folder path (str or os.PathLike); got "
                         f"{type(directory).__name__} {directory!r}")
-    _check_int("min_count", min_count, 1)
+    check_dim("min_count", min_count, 1)
     directory = Path(directory)
     tr_tok, tr_y = read_sst2_tsv(directory / "train.tsv")
     te_tok, te_y = read_sst2_tsv(directory / "dev.tsv")
@@ -986,10 +972,10 @@ class ParallelCorpusTask:
     _data: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        V = _check_int("vocab", self.vocab, 2)
-        L = _check_int("length", self.length, 1)
-        _check_int("n_pairs", self.n_pairs, 1)
-        _check_int("seed", self.seed, 0)
+        V = check_dim("vocab", self.vocab, 2)
+        L = check_dim("length", self.length, 1)
+        check_dim("n_pairs", self.n_pairs, 1)
+        check_dim("seed", self.seed, 0)
         for name in ("zipf", "reorder"):
             val = getattr(self, name)
             if isinstance(val, bool) or not isinstance(val, (int, float)):
@@ -1018,7 +1004,7 @@ class ParallelCorpusTask:
             raise TypeError(f"overlap must be a number in (0, 1]; got {type(overlap).__name__}")
         if not 0 < overlap <= 1:
             raise ValueError(f"overlap must be in (0, 1]; got {overlap}")
-        L = _check_int("length", length, 1)
+        L = check_dim("length", length, 1)
         V = max(L, int(round(L / overlap)), 2)
         return cls(vocab=V, length=L, zipf=kwargs.pop("zipf", 0.0),
                    distinct=kwargs.pop("distinct", True), **kwargs)
@@ -1085,13 +1071,13 @@ class ParallelCorpusTask:
 
     def held_out(self, n: int, seed: int = 1) -> dict[str, Tensor]:
         """``n`` fresh pairs from the same distribution (drawn from ``seed``), as a model batch."""
-        n = _check_int("n", n, 1)
-        g = torch.Generator().manual_seed(_check_int("seed", seed, 0) + 7_919 * (self.seed + 1))
+        n = check_dim("n", n, 1)
+        g = torch.Generator().manual_seed(check_dim("seed", seed, 0) + 7_919 * (self.seed + 1))
         return self.to_batch(*self._draw(n, g))
 
     def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:
         _check_gen(generator)
-        B = _check_int("batch_size", batch_size)
+        B = check_dim("batch_size", batch_size)
         idx = torch.randint(0, self.n_pairs, (B,), generator=generator)
         return self.to_batch(self._data["src"][idx], self._data["tgt"][idx], self._data["align"][idx])
 

@@ -28,13 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import (check_bool, check_bool_array, check_choice, check_index_tensor, check_int,
-                     check_int_array, check_real, check_seeds, check_sequences, check_token_ids)
+from .checks import (check_bool, check_bool_array, check_choice, check_dim, check_index_tensor,
+                     check_indices, check_int, check_int_array, check_pair, check_real,
+                     check_seeds, check_sequences, check_token_ids)
 from .config import SEED_SALTS
 from .stacked import (RNN_CELLS, StackedEmbedding, StackedLinear, StackedModule, StackedRNN,
                       generators, normal_init, stacked_parameter, uniform_init)
 
-__all__ = ["AttentionClassifier", "Seq2Seq", "TopicAttention", "TopicAttentionCNN",
+__all__ = ["AttentionClassifier", "Seq2SeqObjective", "Seq2Seq", "TopicAttention", "TopicAttentionCNN",
            "BagOfWordsProxy", "BagOfWordsLogistic", "ATTENTION_MODES", "HEAD_REDUCTIONS",
            "CLASSIFIERS", "attention_weights"]
 
@@ -91,29 +92,6 @@ def _check_batch_mask(key: str, m, shape: tuple) -> Tensor:
 _LABELS = ("class labels", "n_classes")
 
 
-def _check_pair(a_name: str, a, b_name: str, b, vocab: int | None = None) -> None:
-    """Two batches of sequences, (S, B, L) and (S, B, T), of the same members and examples;
-    with ``vocab``, both of token ids in ``[0, vocab)`` (checked here, under their own names,
-    before the embedding checks them again as its generic "token ids")."""
-    check_sequences(a_name, a)
-    check_sequences(b_name, b, ("S", "B", "T"))
-    if a.shape[:2] != b.shape[:2]:
-        raise ValueError(f"{a_name} {tuple(a.shape)} and {b_name} {tuple(b.shape)} must share "
-                         f"their first two dimensions (S, B)")
-    if vocab is not None:
-        check_token_ids(a_name, a, vocab)
-        check_token_ids(b_name, b, vocab)
-
-
-def _check_indices(name: str, t, shape, n: int, what: str = "token ids", size: str = "vocab",
-                   floating: bool = False) -> None:
-    """``t``: indices in ``[0, n)`` (see :func:`~attn_core.checks.check_index_tensor`) of
-    exactly ``shape``."""
-    check_index_tensor(name, t, n, what, size, floating)
-    if t.shape != shape:
-        raise ValueError(f"{name} must have shape {tuple(shape)}; got {tuple(t.shape)}")
-
-
 # --------------------------------------------------------------------------- chapter 1
 class AttentionClassifier(StackedModule):
     """Attention LSTM binary classifier (Snell et al. blog; SZKS §2.4, Eq. 5).
@@ -131,9 +109,9 @@ class AttentionClassifier(StackedModule):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 32, attention: str = "learned",
                  seeds: Sequence[int] = (0,)):
         super().__init__()
-        self.vocab = check_int("vocab", vocab, 2)
-        self.embed = check_int("embed", embed)
-        self.hidden = check_int("hidden", hidden)
+        self.vocab = check_dim("vocab", vocab, 2)
+        self.embed = check_dim("embed", embed)
+        self.hidden = check_dim("hidden", hidden)
         check_choice("attention", attention, ATTENTION_MODES)
         self.attention = attention
         self.seeds = check_seeds("seeds", seeds)
@@ -162,7 +140,7 @@ class AttentionClassifier(StackedModule):
         self._check_batch(batch, ("x", "y"))
         check_sequences("batch['x']", batch["x"])
         check_token_ids("batch['x']", batch["x"], self.vocab)
-        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], 2, *_LABELS, floating=True)
+        check_indices("batch['y']", batch["y"], batch["x"].shape[:2], 2, *_LABELS, floating=True)
 
     def loss(self, batch):
         self._check_labelled(batch)
@@ -179,7 +157,61 @@ class AttentionClassifier(StackedModule):
 
 
 # --------------------------------------------------------------------------- chapters 3-5
-class Seq2Seq(StackedModule):
+class Seq2SeqObjective:
+    """The training objective and evaluation of a sequence-to-sequence model of the book:
+    :meth:`loss` (each member's mean cross-entropy over its target tokens) and
+    :meth:`evaluate` (loss, token accuracy and, with alignments, attention accuracy), for a
+    :class:`~attn_core.stacked.StackedModule` whose ``forward(src, tgt_in, **masks)``
+    returns ``logits`` (S, B, T, V) and ``alpha`` (S, K, B, T, L) and which has ``vocab``.
+    :class:`Seq2Seq` and chapter 6's Transformer share it."""
+
+    def _forward_batch(self, batch):
+        """The forward pass of a batch, with its optional masks (see :class:`CopyTask`):
+        ``src_mask``, ``score_stop`` and ``state_stop`` go to :meth:`forward`; returns its
+        output and the ``loss_mask`` (None without one)."""
+        self._check_batch(batch, ("src", "tgt_in", "tgt"))
+        check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
+        out = self(batch["src"], batch["tgt_in"], **forward_masks(batch))
+        return out, _batch_mask(batch, "loss_mask", batch["tgt"].shape)
+
+    def _ce(self, logits, tgt, loss_mask):
+        """Each member's mean cross-entropy over the target tokens (those of ``loss_mask``)."""
+        # ids of any integer dtype, checked in range: int64 for cross_entropy, losslessly
+        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten().long(), reduction="none")
+        ce = ce.view(self.n_members, -1)
+        if loss_mask is None:
+            return ce.mean(1)
+        w = loss_mask.flatten(1).to(ce.dtype)
+        return (ce * w).sum(1) / w.sum(1)
+
+    def loss(self, batch):
+        out, loss_mask = self._forward_batch(batch)
+        return self._ce(out["logits"], batch["tgt"], loss_mask)
+
+    @torch.no_grad()
+    def evaluate(self, batch):
+        out, loss_mask = self._forward_batch(batch)
+        logits, tgt = out["logits"], batch["tgt"]
+        metrics = {
+            "loss": self._ce(logits, tgt, loss_mask),
+            "token_acc": (logits.argmax(-1) == tgt).float().flatten(1).mean(1),
+        }
+        if "align" in batch:
+            check_indices("batch['align']", batch["align"], tgt.shape, batch["src"].shape[2],
+                           "source positions", "L")
+            # attention accuracy: argmax of the head-averaged attention is the aligned position
+            att = out["alpha"].mean(1).argmax(-1)  # (S, B, T)
+            hit = (att == batch["align"]).float().flatten(1)
+            where = _batch_mask(batch, "align_mask", tgt.shape)
+            if where is None:
+                metrics["attn_acc"] = hit.mean(1)
+            else:   # only the steps that have a source position to attend to
+                w = where.flatten(1).to(hit.dtype)
+                metrics["attn_acc"] = (hit * w).sum(1) / w.sum(1)
+        return metrics
+
+
+class Seq2Seq(Seq2SeqObjective, StackedModule):
     """Encoder-decoder with Luong "general" attention and K heads (Luong et al. 2015; SZKS §2.1).
 
     Encoder and decoder are one-layer unidirectional LSTMs (or GRUs) sharing one embedding for
@@ -212,10 +244,10 @@ class Seq2Seq(StackedModule):
                  head_proj: bool = False, head_reduce: str = "mean", bias: bool = False,
                  shared_embedding: bool = True):
         super().__init__()
-        self.vocab = check_int("vocab", vocab, 2)
-        self.embed = check_int("embed", embed)
-        self.hidden = check_int("hidden", hidden)
-        self.heads = check_int("heads", heads)
+        self.vocab = check_dim("vocab", vocab, 2)
+        self.embed = check_dim("embed", embed)
+        self.hidden = check_dim("hidden", hidden)
+        self.heads = check_dim("heads", heads)
         check_choice("cell", cell, RNN_CELLS)
         check_choice("attention", attention, ATTENTION_MODES)
         check_choice("head_reduce", head_reduce, HEAD_REDUCTIONS)
@@ -305,7 +337,7 @@ class Seq2Seq(StackedModule):
         ``score_stop`` (S, B, T) bool: decoder steps whose attention scores pass no gradient;
         ``state_stop``: decoder steps whose state and context enter the output layers
         detached (values unchanged; chapter 7's end-step ablations)."""
-        _check_pair("src", src, "tgt_in", tgt_in, self.vocab)
+        check_pair("src", src, "tgt_in", tgt_in, self.vocab)
         if src_mask is not None:
             src_mask = _check_batch_mask("src_mask", src_mask, src.shape)
         if score_stop is not None:
@@ -369,8 +401,8 @@ class Seq2Seq(StackedModule):
         for one head without projection; the authors' code feeds ``project_enc(h_l)``).
         Returns (S, B, T, L).
         """
-        _check_pair("src", src, "tgt_in", tgt_in, self.vocab)
-        _check_indices("tgt", tgt, tgt_in.shape, self.vocab)
+        check_pair("src", src, "tgt_in", tgt_in, self.vocab)
+        check_indices("tgt", tgt, tgt_in.shape, self.vocab)
         enc, dec = self._states(src, tgt_in)
         enc = self.position_contexts(enc)
         S, B, L, H = enc.shape
@@ -394,51 +426,6 @@ class Seq2Seq(StackedModule):
         idx = tgt.long().view(S, B, T, 1, 1).expand(S, B, T, L, 1)
         return logp.gather(-1, idx).squeeze(-1).exp()
 
-    def _forward_batch(self, batch):
-        """The forward pass of a batch, with its optional masks (see :class:`CopyTask`):
-        ``src_mask``, ``score_stop`` and ``state_stop`` go to :meth:`forward`; returns its
-        output and the ``loss_mask`` (None without one)."""
-        self._check_batch(batch, ("src", "tgt_in", "tgt"))
-        _check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
-        out = self(batch["src"], batch["tgt_in"], **forward_masks(batch))
-        return out, _batch_mask(batch, "loss_mask", batch["tgt"].shape)
-
-    def _ce(self, logits, tgt, loss_mask):
-        """Each member's mean cross-entropy over the target tokens (those of ``loss_mask``)."""
-        # ids of any integer dtype, checked in range: int64 for cross_entropy, losslessly
-        ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten().long(), reduction="none")
-        ce = ce.view(self.n_members, -1)
-        if loss_mask is None:
-            return ce.mean(1)
-        w = loss_mask.flatten(1).to(ce.dtype)
-        return (ce * w).sum(1) / w.sum(1)
-
-    def loss(self, batch):
-        out, loss_mask = self._forward_batch(batch)
-        return self._ce(out["logits"], batch["tgt"], loss_mask)
-
-    @torch.no_grad()
-    def evaluate(self, batch):
-        out, loss_mask = self._forward_batch(batch)
-        logits, tgt = out["logits"], batch["tgt"]
-        metrics = {
-            "loss": self._ce(logits, tgt, loss_mask),
-            "token_acc": (logits.argmax(-1) == tgt).float().flatten(1).mean(1),
-        }
-        if "align" in batch:
-            _check_indices("batch['align']", batch["align"], tgt.shape, batch["src"].shape[2],
-                           "source positions", "L")
-            # attention accuracy: argmax of the head-averaged attention is the aligned position
-            att = out["alpha"].mean(1).argmax(-1)  # (S, B, T)
-            hit = (att == batch["align"]).float().flatten(1)
-            where = _batch_mask(batch, "align_mask", tgt.shape)
-            if where is None:
-                metrics["attn_acc"] = hit.mean(1)
-            else:   # only the steps that have a source position to attend to
-                w = where.flatten(1).to(hit.dtype)
-                metrics["attn_acc"] = (hit * w).sum(1) / w.sum(1)
-        return metrics
-
 
 class BagOfWordsProxy(StackedModule):
     """The bag-of-words proxy of SZKS §2.3 (Eq. 6-7): every output position predicts ::
@@ -456,11 +443,11 @@ class BagOfWordsProxy(StackedModule):
     def __init__(self, vocab_in: int, vocab_out: int, dim: int | None = None,
                  seeds: Sequence[int] = (0,)):
         super().__init__()
-        self.vocab_in = check_int("vocab_in", vocab_in)
-        self.vocab_out = check_int("vocab_out", vocab_out, 2)
+        self.vocab_in = check_dim("vocab_in", vocab_in)
+        self.vocab_out = check_dim("vocab_out", vocab_out, 2)
         self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
-        self.dim = None if dim is None else check_int("dim", dim)
+        self.dim = None if dim is None else check_dim("dim", dim)
         if dim is None:
             self.theta_full = nn.Parameter(torch.zeros(self.n_members, vocab_in, vocab_out))
         else:
@@ -487,7 +474,7 @@ class BagOfWordsProxy(StackedModule):
     @torch.no_grad()
     def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
         """β^px_{t,l} = softmax(θ_{x_l})_{y_t}: (S, B, T, L)."""
-        _check_pair("src", src, "tgt", tgt)
+        check_pair("src", src, "tgt", tgt)
         S, B, L = src.shape
         check_token_ids("src", src, self.vocab_in)
         check_token_ids("tgt", tgt, self.vocab_out)
@@ -499,7 +486,7 @@ class BagOfWordsProxy(StackedModule):
         return rows.gather(-1, idx).transpose(2, 3).exp()  # (S, B, T, L)
 
     def _ce(self, batch):
-        _check_pair("batch['src']", batch["src"], "batch['tgt']", batch["tgt"])
+        check_pair("batch['src']", batch["src"], "batch['tgt']", batch["tgt"])
         check_token_ids("batch['tgt']", batch["tgt"], self.vocab_out)
         logits = self(batch["src"])  # (S, B, O)
         T = batch["tgt"].shape[2]
@@ -597,7 +584,7 @@ class _TopicClassifier(StackedModule):
 
     def _ce(self, batch) -> tuple[Tensor, Tensor]:
         check_sequences("batch['x']", batch["x"], ("S", "N", "L"))
-        _check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
+        check_indices("batch['y']", batch["y"], batch["x"].shape[:2], self.n_topics,
                        "class labels", "n_topics")
         logits = self._logits(batch)
         ce = F.cross_entropy(logits.flatten(0, 1), batch["y"].flatten().long(),
@@ -648,9 +635,9 @@ class TopicAttention(_TopicClassifier):
                  seeds: Sequence[int] = (0,), tl_hidden: int = 10, query_var: float | None = None,
                  train_query: bool = False, fast_pool: bool = True):
         super().__init__()
-        self.vocab = check_int("vocab", vocab, 2)
-        self.n_topics = check_int("n_topics", n_topics, 2)
-        self.dim = check_int("dim", dim, self.n_topics)
+        self.vocab = check_dim("vocab", vocab, 2)
+        self.n_topics = check_dim("n_topics", n_topics, 2)
+        self.dim = check_dim("dim", dim, self.n_topics)
         check_choice("classifier", classifier, CLASSIFIERS)
         check_real("embed_var (σ²/d)", embed_var, 0.0, low_open=True)
         check_real("query_norm", query_norm, 0.0, low_open=True)
@@ -790,9 +777,9 @@ class TopicAttentionCNN(_TopicClassifier):
     def __init__(self, vocab: int, n_topics: int = 2, dim: int = 15, embed_var: float = 1e-6,
                  query_norm: float = 1.0, train_cnn: bool = True, seeds: Sequence[int] = (0,)):
         super().__init__()
-        self.vocab = check_int("vocab", vocab, 2)
-        self.n_topics = check_int("n_topics", n_topics, 2)
-        self.dim = check_int("dim", dim, self.n_topics)
+        self.vocab = check_dim("vocab", vocab, 2)
+        self.n_topics = check_dim("n_topics", n_topics, 2)
+        self.dim = check_dim("dim", dim, self.n_topics)
         check_real("embed_var", embed_var, 0.0, low_open=True)
         check_real("query_norm", query_norm, 0.0, low_open=True)
         self.train_cnn = check_bool("train_cnn", train_cnn)
@@ -905,7 +892,7 @@ class BagOfWordsLogistic(StackedModule):
 
     def __init__(self, vocab_in: int, seeds: Sequence[int] = (0,)):
         super().__init__()
-        self.vocab_in = check_int("vocab_in", vocab_in)
+        self.vocab_in = check_dim("vocab_in", vocab_in)
         self.seeds = check_seeds("seeds", seeds)
         self.n_members = len(self.seeds)
         self.w = nn.Parameter(torch.zeros(self.n_members, vocab_in))
@@ -921,7 +908,7 @@ class BagOfWordsLogistic(StackedModule):
     def lexical_probe(self, src: Tensor, tgt: Tensor) -> Tensor:
         """β^log_l = σ((2y − 1) w_{x_l}): (S, B, 1, L)."""
         S = self.n_members
-        _check_pair("src", src, "tgt", tgt)
+        check_pair("src", src, "tgt", tgt)
         check_index_tensor("tgt", tgt, 2, *_LABELS)
         check_token_ids("src", src, self.vocab_in)
         wx = torch.gather(self.w, 1, src.reshape(S, -1)).view(src.shape)
@@ -935,7 +922,7 @@ class BagOfWordsLogistic(StackedModule):
     def _check_labelled(self, batch) -> None:
         """The batch's keys, and its labels tgt (S, B, 1): ints 0 or 1."""
         self._check_batch(batch, ("src", "tgt"))
-        _check_pair("batch['src']", batch["src"], "batch['tgt']", batch["tgt"])
+        check_pair("batch['src']", batch["src"], "batch['tgt']", batch["tgt"])
         check_index_tensor("batch['tgt']", batch["tgt"], 2, *_LABELS)
 
     def loss(self, batch):

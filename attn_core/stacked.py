@@ -29,7 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_bool, check_int, check_seeds, check_token_ids
+from .checks import (check_bool, check_dim, check_int, check_numel, check_real, check_seeds,
+                     check_token_ids)
 
 __all__ = ["StackedModule", "StackedLinear", "StackedEmbedding", "StackedRNN", "stack_members",
            "member", "generators", "stacked_parameter", "uniform_init", "normal_init"]
@@ -83,8 +84,10 @@ def check_stacked_input(name: str, x, weight: Tensor, dims: str) -> Tensor:
 
 def stacked_parameter(gens, shape, init) -> nn.Parameter:
     """Draw one tensor of ``shape`` per generator with ``init(tensor, gen)``; stack on dim 0."""
+    gens = check_generators(gens)
+    check_numel("a stacked parameter", (len(gens), *shape))
     out = []
-    for g in check_generators(gens):
+    for g in gens:
         t = torch.empty(shape)
         init(t, g)
         out.append(t)
@@ -92,12 +95,14 @@ def stacked_parameter(gens, shape, init) -> nn.Parameter:
 
 
 def uniform_init(bound: float):
-    """``init`` for :func:`stacked_parameter`: U(-bound, bound)."""
+    """``init`` for :func:`stacked_parameter`: U(-bound, bound), ``bound`` finite, >= 0."""
+    bound = check_real("bound", bound, 0.0)
     return lambda t, g: t.uniform_(-bound, bound, generator=g)
 
 
 def normal_init(std: float):
-    """``init`` for :func:`stacked_parameter`: N(0, std²)."""
+    """``init`` for :func:`stacked_parameter`: N(0, std²), ``std`` finite, >= 0."""
+    std = check_real("std", std, 0.0)
     return lambda t, g: t.normal_(0.0, std, generator=g)
 
 
@@ -162,7 +167,7 @@ class StackedEmbedding(nn.Module):
 
     def __init__(self, gens, vocab: int, dim: int, std: float = 1.0):
         super().__init__()
-        vocab, dim = check_int("vocab", vocab), check_int("dim", dim)
+        vocab, dim = check_dim("vocab", vocab), check_dim("dim", dim)
         self.weight = stacked_parameter(gens, (vocab, dim), normal_init(std))
 
     def forward(self, ids: Tensor) -> Tensor:
@@ -196,7 +201,7 @@ class StackedRNN(nn.Module):
         super().__init__()
         if cell not in RNN_CELLS:
             raise ValueError(f"cell must be one of {RNN_CELLS}; got {cell!r}")
-        d_in, hidden = check_int("d_in", d_in), check_int("hidden", hidden)
+        d_in, hidden = check_dim("d_in", d_in), check_dim("hidden", hidden)
         self.cell, self.hidden = cell, hidden
         n_gates = 4 if cell == "lstm" else 3
         bound = 1.0 / math.sqrt(hidden)

@@ -32,20 +32,18 @@ the row's first seed). What a stored run guarantees:
    command and its book build) raises :class:`StoredMismatch`; ``off`` trains every seed now.
 
 Outside fast mode (the papers' scale, not stored) and under ``ATTN_MAX_STEPS`` (a smoke run)
-:func:`stored_run` is ``config.run()``. ``python -m attn_core.stored`` runs every live check
-of chapters 4-7 and prints a table (see :func:`main`).
+:func:`stored_run` is ``config.run()``. ``python -m attn_core.chapters`` runs every live check
+of the chapters with stored runs and prints a table
+(:func:`attn_core.chapters.registry.main`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
-import math
 import os
 import platform as _platform
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,21 +51,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .cache import _read_entry, atomic_write, save_history
+from .cache import atomic_write, read_entry, save_history
 from .checks import check_int
 from .config import env_max_steps, env_stored, get_mode, wrap_line
-from .training import History, _eval_schedule
+from .training import History, eval_schedule
 
 __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOKENS",
            "TOKEN_KEYS", "PREFIX_STEPS", "StoredMismatch", "CheckReport", "LiveCheck",
            "build_envelope", "check_record", "differences", "run_check", "step_cap",
-           "write_envelopes", "config_record", "live_checks", "load_envelope", "platform",
+           "write_envelopes", "config_record", "load_envelope", "platform", "ROWS",
            "platform_key", "stored_path", "stored_run", "store", "verify_file",
-           "write_manifest"]
+           "write_manifest", "write_json", "load_entry", "load_rows"]
 
 _PACKAGE = Path(__file__).resolve().parent
 #: Where stored entries live (inside the package, so a pip install carries them).
 STORE = _PACKAGE / "stored_results"
+#: Where the stored rows of the chapters' sweeps live (JSON files, :func:`load_rows`); the
+#: manifest covers every ``*.json`` there.
+ROWS = _PACKAGE / "chapters" / "data"
 #: The file in STORE with the sha256 of every stored file (:func:`write_manifest`).
 MANIFEST = "MANIFEST.json"
 #: The file in STORE with each live check's measured envelope (``scripts/store_results.py``).
@@ -137,17 +138,11 @@ def _sha256(path: Path) -> str:
 
 
 def _stored_files() -> list[Path]:
-    """Every file the manifest covers: the entries, the envelopes, chapter 6's two sweeps
-    and chapter 7's five (its sweep, the Transformer's and chapter 5's rescue rows, the
-    step-0 pushes and their test on fresh seeds)."""
-    from .chapters.ch6_transformer import FULL_SWEEP_FILE, SWEEP_FILE
-    from .chapters.ch7_end_token import HELD_OUT_FILE, PUSH_FILE, RESCUE_FILE
-    from .chapters.ch7_end_token import SWEEP_FILE as CH7_SWEEP
-    from .chapters.ch7_end_token import TRANSFORMER_FILE as CH7_TRANSFORMER
+    """Every file the manifest covers, discovered: the entries of :data:`STORE`, their
+    envelopes, and the stored rows of :data:`ROWS` (chapter 6's sweeps, chapter 7's)."""
     files = sorted(STORE.glob("*.npz"))
-    return files + [p for p in (STORE / ENVELOPES, SWEEP_FILE, FULL_SWEEP_FILE, CH7_SWEEP,
-                                CH7_TRANSFORMER, RESCUE_FILE, PUSH_FILE, HELD_OUT_FILE)
-                                if p.exists()]
+    envelopes = [STORE / ENVELOPES] if (STORE / ENVELOPES).exists() else []
+    return files + envelopes + sorted(ROWS.glob("*.json"))
 
 
 def _relative(path: Path) -> str:
@@ -165,7 +160,7 @@ def _relative(path: Path) -> str:
 def write_manifest() -> Path:
     """Write ``MANIFEST.json``: the sha256 of every stored file (atomically)."""
     files = {_relative(p): _sha256(p) for p in _stored_files()}
-    _write_json(STORE / MANIFEST, {"format": 1, "sha256": files,
+    write_json(STORE / MANIFEST, {"format": 1, "sha256": files,
                                    "written": time.strftime("%Y-%m-%d %H:%M:%S")})
     return STORE / MANIFEST
 
@@ -202,10 +197,54 @@ def verify_file(path: Path) -> Path:
     return path
 
 
-def _write_json(path: Path, data) -> None:
-    """Write ``data`` as JSON to ``path`` atomically (a temporary file, then a rename)."""
+def write_json(path: Path, data) -> None:
+    """Write ``data`` as JSON to ``path`` atomically (a temporary file, then a rename); no
+    NaN or infinity (JSON has none: ValueError)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path; got {type(path).__name__}")
+    path = Path(path)
     text = json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
     atomic_write(path, lambda f: f.write(text), binary=False)
+
+
+# ---------------------------------------------------------------------------------- rows
+def load_rows(path, package_file: Path, configs: dict, maker: str, script: str,
+              make_row, check_row) -> dict:
+    """The rows of the stored sweep ``path`` (None: ``package_file``, the package's own copy,
+    which must match the manifest) for ``configs`` (condition name -> the configuration its
+    row must record; ``maker`` names the function that made them), each present, of that
+    configuration and complete; ValueError naming the file and ``script`` otherwise. With
+    ``ATTN_STORED=off`` and no ``path``, every condition is trained now (cached) instead.
+    ``make_row(cfg, history)`` makes a row from a trained run and ``check_row(path, name,
+    row, cfg, script)`` checks a stored one (raising ValueError): the chapter's own."""
+    if not isinstance(configs, dict) or not configs:
+        raise TypeError(f"configs must be a non-empty dict (condition name -> config); got "
+                        f"{type(configs).__name__}")
+    for what, fn in (("make_row", make_row), ("check_row", check_row)):
+        if not callable(fn):
+            raise TypeError(f"{what} must be callable; got {type(fn).__name__}")
+    if path is None and env_stored() == "off":
+        return {name: make_row(cfg, cfg.run()) for name, cfg in configs.items()}
+    package_file = Path(package_file)
+    path = package_file if path is None else Path(path)
+    if path.resolve() == package_file.resolve():
+        verify_file(path)
+    try:
+        rows = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"the stored sweep {path} is missing: run {script}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
+                         f"{script} again") from None
+    for name, cfg in configs.items():
+        if name not in rows:
+            raise ValueError(f"the stored sweep {path} has no row {name!r}: run {script}")
+        if rows[name].get("config") != config_record(cfg):
+            raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
+                             f"another configuration than {maker}({name!r}); run "
+                             f"{script} to recompute it")
+        check_row(path, name, rows[name], cfg, script)
+    return rows
 
 
 # ------------------------------------------------------------------------------- entries
@@ -238,7 +277,7 @@ def store(config, progress: bool = True) -> Path:
 
 def _expected_schedule(config) -> np.ndarray:
     kw = config.train_kwargs()
-    return np.asarray(_eval_schedule(kw["steps"], kw["eval_every"]))
+    return np.asarray(eval_schedule(kw["steps"], kw["eval_every"]))
 
 
 def _check_whole(h: History, config, name: str) -> None:
@@ -262,7 +301,7 @@ def _check_whole(h: History, config, name: str) -> None:
                                      f"start ({members}, {len(steps)}): refused; {fix}")
 
 
-def _load_entry(config) -> History:
+def load_entry(config) -> History:
     """The stored entry of ``config``: present, matching the manifest, stored for exactly
     this configuration and whole (:func:`_check_whole`); StoredMismatch naming the script
     otherwise."""
@@ -271,7 +310,7 @@ def _load_entry(config) -> History:
         raise StoredMismatch(f"no stored result for this configuration ({path.name}); run "
                              f"{SCRIPT} to compute it")
     verify_file(path)
-    h, info = _read_entry(path)
+    h, info = read_entry(path)
     if info["meta"].get("stored_config") != config_record(config):
         raise StoredMismatch(f"{path} was stored for another configuration; run {SCRIPT}")
     _check_whole(h, config, path.name)
@@ -338,7 +377,7 @@ def build_envelope(name: str, record: dict, eval_steps, live: int, tokens: int,
 
 def write_envelopes(checks: dict, note: dict | None = None) -> Path:
     """Write ``envelopes.json`` (``checks``: name -> :func:`build_envelope`) and the manifest."""
-    _write_json(STORE / ENVELOPES, {"format": 1, "factor": FACTOR, **(note or {}),
+    write_json(STORE / ENVELOPES, {"format": 1, "factor": FACTOR, **(note or {}),
                                     "checks": checks})
     write_manifest()
     return STORE / ENVELOPES
@@ -523,7 +562,7 @@ def stored_run(config, live: int = 1, upto: int | None = None) -> History:
         # stored, whatever its fields: it trains every member now (cached by its own code)
         return config.run()
     path = stored_path(config)
-    h = _load_entry(config)
+    h = load_entry(config)
     n = h.n_members
     if live > n:
         raise ValueError(f"live must be at most the {n} stored members; got {live}")
@@ -567,7 +606,7 @@ def stored_run(config, live: int = 1, upto: int | None = None) -> History:
 @dataclass
 class LiveCheck:
     """One stored entry and how many of its members the book re-trains live (``chapter``
-    shows it)."""
+    shows it); the chapters' list is :func:`attn_core.chapters.registry.live_checks`."""
 
     name: str
     config: object
@@ -577,7 +616,7 @@ class LiveCheck:
     def record(self):
         """(key -> stored array of the live members (live, evals, ...), eval steps): the
         entry, verified whole."""
-        h = _load_entry(self.config)
+        h = load_entry(self.config)
         return _live_record(h, self.live), h.eval_steps
 
     def now(self, h: History) -> dict:
@@ -585,19 +624,6 @@ class LiveCheck:
 
     def train(self, progress: bool = False) -> History:
         return self.config.first_members(self.live).train(progress)
-
-
-def live_checks() -> list[LiveCheck]:
-    """Every live check of chapters 4-7: their stored entries and the members each chapter
-    re-trains (the first member of each)."""
-    from .chapters import ch4_copy, ch5_multihead
-    from .chapters import ch6_transformer as ch6
-    from .chapters import ch7_end_token as ch7
-    out = [LiveCheck(stored_path(c).name, c, 1, 4) for c in ch4_copy.stored_configs()]
-    out += [LiveCheck(stored_path(c).name, c, 1, 5) for c in ch5_multihead.stored_configs()]
-    out += [LiveCheck(stored_path(c).name, c, 1, 6) for c in ch6.stored_configs()]
-    out += [LiveCheck(stored_path(c).name, c, 1, 7) for c in ch7.stored_configs()]
-    return out
 
 
 def run_check(check: LiveCheck, upto: int | None = None, spec: dict | None = None,
@@ -638,42 +664,3 @@ def step_cap(upto: int | None):
                 del os.environ[k]
             else:
                 os.environ[k] = v
-
-
-def main(argv=None) -> int:
-    """``python -m attn_core.stored [--upto N] [--json PATH]``: train every live check of
-    chapters 4-7 now on this platform, print one line each, exit 1 if one fails."""
-    ap = argparse.ArgumentParser(prog="python -m attn_core.stored", description=main.__doc__)
-    ap.add_argument("--upto", type=int, default=None, help="train only the first N steps")
-    ap.add_argument("--json", default=None, help="write the results here as JSON")
-    args = ap.parse_args(argv)
-    os.environ.setdefault("ATTN_MODE", "fast")
-    rows, t0 = [], time.time()
-    here = platform()
-    print(f"[stored] platform: {platform_key(here)}")
-    for check in live_checks():
-        t = time.time()
-        try:
-            r = run_check(check, args.upto)
-            ok, ratio, text = r.ok, r.ratio, r.describe()
-            where = {"key": r.where[0], "step": r.where[1], "difference": r.where[2],
-                     "allowed": r.where[3], "unit": r.where[4]}
-        except StoredMismatch as e:
-            ok, ratio, text, where = False, math.inf, str(e), {}
-        rows.append({"name": check.name, "ok": ok, "ratio": ratio, "largest": where,
-                     "seconds": round(time.time() - t, 1)})
-        print(f"[stored] {'ok  ' if ok else 'FAIL'} {check.name}: {text}", flush=True)
-    ok = all(r["ok"] for r in rows)
-    worst = max(r["ratio"] for r in rows)
-    print(f"[stored] {sum(r['ok'] for r in rows)} of {len(rows)} live checks pass on this "
-          f"platform; largest difference / allowed {worst:.2g}; {time.time() - t0:.0f} s")
-    if args.json:
-        _write_json(Path(args.json), {"platform": here, "ok": ok, "upto": args.upto,
-                                      "checks": [{**r, "ratio": r["ratio"] if
-                                                  math.isfinite(r["ratio"]) else None}
-                                                 for r in rows]})
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,6 +26,7 @@ __all__ = [
     "gated_flow_critical_gap",
     "gated_ce_loss",
     "gated_ce_flow",
+    "gated_ce_flow_end",
     "gated_ce_descent",
     "sen_curve",
     "sen_relative_gap",
@@ -225,6 +226,20 @@ def gated_ce_flow(beta0: float, beta1: float, p: float, t_max: float = 20.0, n_s
                    t_max, n_steps)
     return {"tau": tau, "beta0": ys[:, 0], "beta1": ys[:, 1], "p": _sigmoid(ys[:, 2]),
             "loss": _gated_ce_loss(ys[:, 0], ys[:, 1], ys[:, 2])}
+
+
+def gated_ce_flow_end(gaps, p0: float = 0.5, t_max: float = 60.0,
+                      n_steps: int = 3000) -> np.ndarray:
+    """The attention p at τ = ``t_max`` of :func:`gated_ce_flow` started from β0 = gap/2,
+    β1 = -gap/2 (backwards by ``gap``) and p = ``p0``, for every gap of the 1-D ``gaps`` at
+    once: the same RK4 on the same vector field, run on all the gaps together."""
+    g = check_real_array("gaps", gaps, ndim=1)
+    p0 = check_real("p0", p0, 0.0, 1.0, low_open=True, high_open=True)
+    t_max = check_real("t_max", t_max, 0.0, low_open=True)
+    n_steps = check_int("n_steps", n_steps, 1)
+    y0 = np.stack([g / 2, -g / 2, np.full_like(g, np.log(p0 / (1 - p0)))])
+    _, ys = _rk4(lambda y: -_ce_grad(y), y0, t_max, n_steps)
+    return _sigmoid(ys[-1, 2])
 
 
 def gated_ce_descent(beta0: float, beta1: float, p: float, lr: float, steps: int):

@@ -39,6 +39,7 @@ import hashlib
 import json
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -52,7 +53,8 @@ from .checks import check_bool, check_choice, check_int, check_real
 from .config import SEED_SALTS, env_max_steps, env_smoke_batch, env_workers, get_device
 from .stacked import StackedModule, member, stack_members
 
-__all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS"]
+__all__ = ["Trainer", "History", "train", "choose_execution", "EXECUTIONS", "OPTIMIZERS",
+           "eval_schedule", "eval_seed", "eval_batch", "member_tasks"]
 
 EXECUTIONS = ("auto", "batched", "looped")
 
@@ -229,15 +231,20 @@ class History:
         return src[name][:, -1]
 
 
-def _eval_schedule(steps: int, eval_every: int) -> list[int]:
+def eval_schedule(steps: int, eval_every: int) -> list[int]:
+    """The steps a run of ``steps`` training steps is evaluated at: every ``eval_every``
+    from 0, and the last step (what :attr:`History.eval_steps` records; the stored results
+    are checked against it)."""
+    steps, eval_every = check_int("steps", steps), check_int("eval_every", eval_every)
     sched = list(range(0, steps, eval_every))
     if sched[-1] != steps:
         sched.append(steps)
     return sched
 
 
-def _eval_seed(data_seed: int) -> int:
-    """A held-out generator seed derived from a member's data seed."""
+def eval_seed(data_seed: int) -> int:
+    """A held-out generator seed derived from a member's data seed (an int >= 0)."""
+    data_seed = check_int("data_seed", data_seed, 0)
     return ((int(data_seed) * SEED_SALTS["eval_stream_mul"] + SEED_SALTS["eval_stream_add"])
             % (2**63 - 1))
 
@@ -246,11 +253,16 @@ def _stack_batches(batches: Sequence[dict], device) -> dict[str, torch.Tensor]:
     return {k: torch.stack([b[k] for b in batches]).to(device) for k in batches[0]}
 
 
-def _eval_batch(tasks: Sequence, data_seeds: Sequence[int], n: int,
+def eval_batch(tasks: Sequence, data_seeds: Sequence[int], n: int,
                 device="cpu") -> dict[str, torch.Tensor]:
     """The held-out batch every evaluation of a run uses: ``n`` examples of each member's task
-    (:func:`_member_tasks`) drawn from its data seed's evaluation stream, stacked (S, n, ...)."""
-    return _stack_batches([t.sample(torch.Generator().manual_seed(_eval_seed(s)), n)
+    (:func:`member_tasks`) drawn from its data seed's evaluation stream, stacked (S, n, ...)."""
+    data_seeds = _check_seed_list("data_seeds", data_seeds)
+    n = check_int("n", n)
+    if not isinstance(tasks, Sequence) or len(tasks) != len(data_seeds):
+        raise ValueError(f"tasks must be a sequence of one task per data seed "
+                         f"({len(data_seeds)}); got {type(tasks).__name__}")
+    return _stack_batches([t.sample(torch.Generator().manual_seed(eval_seed(s)), n)
                            for t, s in zip(tasks, data_seeds)], device)
 
 
@@ -377,7 +389,7 @@ class Trainer:
         store = GROUP_STORE.get()
         results: list = [None] * len(jobs)
         keys: list = [None] * len(jobs)
-        n_evals = len(_eval_schedule(self.steps, self.eval_every))
+        n_evals = len(eval_schedule(self.steps, self.eval_every))
         if store is not None:
             call = store.begin()
             for i, job in enumerate(jobs):
@@ -427,10 +439,12 @@ class Trainer:
         bar.close()
         models = [r[0] for r in results]
         model = models[0] if len(models) == 1 else stack_members(models)
+        train_loss = np.concatenate([r[1] for r in results], axis=0)
+        _warn_if_diverged(train_loss, seeds)
         return History(
             seeds=np.array(seeds), data_seeds=np.array(data_seeds),
-            train_loss=np.concatenate([r[1] for r in results], axis=0),
-            eval_steps=np.array(_eval_schedule(self.steps, self.eval_every)),
+            train_loss=train_loss,
+            eval_steps=np.array(eval_schedule(self.steps, self.eval_every)),
             metrics={k: np.concatenate([r[2][k] for r in results]) for k in results[0][2]},
             probes={k: np.concatenate([r[3][k] for r in results]) for k in results[0][3]},
             model=model.cpu(), execution=execution, seconds=time.perf_counter() - t0,
@@ -542,9 +556,9 @@ class Trainer:
             raise ValueError("the model has no trainable parameters")
         opt = OPTIMIZERS[self.optimizer](params, lr=self.lr)
         gens = [torch.Generator().manual_seed(int(s)) for s in data_seeds]
-        tasks = _member_tasks(task, data_seeds)
-        eval_batch = _eval_batch(tasks, data_seeds, self.eval_batch_size, device)
-        schedule = _eval_schedule(self.steps, self.eval_every)
+        tasks = member_tasks(task, data_seeds)
+        held_out = eval_batch(tasks, data_seeds, self.eval_batch_size, device)
+        schedule = eval_schedule(self.steps, self.eval_every)
         losses = torch.empty(n_members, self.steps)
         metric_log: dict[str, list] = {}
         probe_log: dict[str, list] = {}
@@ -553,13 +567,13 @@ class Trainer:
             model.eval()
             first = not metric_log          # no evaluation recorded yet
             with torch.no_grad():
-                for k, v in model.evaluate(eval_batch).items():
+                for k, v in model.evaluate(held_out).items():
                     metric_log.setdefault(k, []).append(v.detach().float().cpu())
                 seen: set[str] = set()
                 # at the first evaluation, every probe also sees the members in another number
-                twin = _twin(model, eval_batch) if probes and first else None
+                twin = _twin(model, held_out) if probes and first else None
                 for fn in probes:
-                    out = _probe_output(fn, model, eval_batch)
+                    out = _probe_output(fn, model, held_out)
                     if twin is not None:
                         _check_twin(fn, out, *twin)
                     for k, v in out.items():
@@ -599,6 +613,23 @@ class Trainer:
         metrics = {k: torch.stack(v, dim=1).numpy() for k, v in metric_log.items()}
         probe_arrays = {k: torch.stack(v, dim=1).numpy() for k, v in probe_log.items()}
         return model.cpu(), losses.numpy(), metrics, probe_arrays
+
+
+def _warn_if_diverged(train_loss: np.ndarray, seeds) -> None:
+    """A RuntimeWarning naming the members whose training loss stopped being finite, and the
+    step where it did: such a run still returns (its numbers are kept, as computed), but it
+    must not pass for a normal one."""
+    bad = ~np.isfinite(train_loss)
+    if not bad.any():
+        return
+    rows = np.flatnonzero(bad.any(axis=1))
+    first = {int(seeds[m]): int(np.argmax(bad[m])) for m in rows}
+    where = ", ".join(f"seed {s} at step {t}" for s, t in list(first.items())[:5])
+    more = f" and {len(first) - 5} more" if len(first) > 5 else ""
+    warnings.warn(f"the training loss of {len(first)} of {len(train_loss)} members stopped "
+                  f"being finite ({where}{more}): they diverged (a learning rate too high, "
+                  f"or an initialisation too large?) and their later numbers mean nothing",
+                  RuntimeWarning, stacklevel=3)
 
 
 def _probe_name(fn) -> str:
@@ -714,11 +745,12 @@ def _mismatch(part, group) -> str | None:
     return None
 
 
-def _member_tasks(task, data_seeds) -> list:
+def member_tasks(task, data_seeds) -> list:
     """One task per member. A task that holds one fixed data set drawn from a seed (the
     full-batch tasks of chapter 2) has ``for_seed(seed)``, returning the same task drawn from
     ``seed``: each member then trains on the data set of its own data seed. Every other task
     draws its batches from the member's generator and is shared."""
+    data_seeds = _check_seed_list("data_seeds", data_seeds)
     if not hasattr(task, "for_seed"):
         return [task] * len(data_seeds)
     return [task.for_seed(int(s)) for s in data_seeds]

@@ -38,6 +38,7 @@ os.environ.setdefault("ATTN_MODE", "fast")
 import torch  # noqa: E402
 
 from attn_core import stored, training  # noqa: E402
+from attn_core.chapters import registry  # noqa: E402
 
 #: The prefix every platform trains (steps) in the test command: three evaluations (0, 20,
 #: 40), ~25 s a platform here. Every changed model lands 20+ envelopes away there already
@@ -50,12 +51,12 @@ UPTO = stored.PREFIX_STEPS   # 40: the chapters' prefix live checks use the same
 @contextlib.contextmanager
 def _other_eval_sequences():
     """Evaluate on other held-out sequences (the eval stream's seed shifted by one)."""
-    original = training._eval_seed
-    training._eval_seed = lambda s: original(s) + 1
+    original = training.eval_seed
+    training.eval_seed = lambda s: original(s) + 1
     try:
         yield
     finally:
-        training._eval_seed = original
+        training.eval_seed = original
 
 
 def _train(cfg, model_seeds=None, data_seeds=None):
@@ -105,7 +106,7 @@ def reference_checks() -> list[stored.LiveCheck]:
     from attn_core.chapters import ch6_transformer as ch6
     want = [stored.stored_path(ch4_copy.control(ch4_copy.COPY_BASE.fast)).name,
             stored.stored_path(ch6.live_config("small positions")).name]
-    checks = {c.name: c for c in stored.live_checks()}
+    checks = {c.name: c for c in registry.live_checks()}
     return [checks[name] for name in want]
 
 
@@ -141,7 +142,7 @@ def one_platform(upto: int | None, live: bool = True, changed: bool = True) -> d
     out = {"platform": stored.platform(), "upto": upto, "live": [], "changed": []}
     t0 = time.time()
     if live:
-        for check in stored.live_checks():
+        for check in registry.live_checks():
             history = None
             with stored.step_cap(upto):
                 history = check.train()

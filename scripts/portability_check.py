@@ -23,7 +23,7 @@ torch's CUDA wheels, a few GB for each Python. Per Python version:
    ``ATTN_INSTALL_URL=git+file://<checkout>@<HEAD commit>`` -- a ``pip install`` of the
    committed HEAD that must leave torch alone (checked; an earlier run's ``attn_core`` is
    uninstalled first). Uncommitted changes are not part of the check.
-3. The live checks of chapters 4-7: ``python -m attn_core.stored --json OUT`` (with ``--steps
+3. The live checks of chapters 4-7: ``python -m attn_core.chapters --json OUT`` (with ``--steps
    N``: ``--steps N`` or ``--upto N``, whichever the installed command takes) in that
    environment, from a temporary folder outside the repository, with ``ATTN_MODE=fast
    ATTN_WORKERS=1 ATTN_THREADS=1`` and an empty results cache. ``--check-command`` replaces the
@@ -344,14 +344,21 @@ def install_book(python: Path, url: str, cell: str, work: Path,
             "attn_core": after.get("attn_core"), "problems": problems}, after
 
 
-def _steps_option(python: Path, work: Path) -> str:
-    """How ``python -m attn_core.stored`` of the installed package spells "train only the
-    first N steps": ``--steps`` or ``--upto``."""
-    r = _run([python, "-m", "attn_core.stored", "--help"], cwd=work, env=clean_env(python))
+def _check_module(python: Path, work: Path) -> str:
+    """The module that runs the live checks in the installed package: ``attn_core.chapters``
+    (the chapter registry's), or ``attn_core.stored`` in a package from before it."""
+    r = _run([python, "-m", "attn_core.chapters", "--help"], cwd=work, env=clean_env(python))
+    return "attn_core.chapters" if r.returncode == 0 else "attn_core.stored"
+
+
+def _steps_option(python: Path, work: Path, module: str = "attn_core.chapters") -> str:
+    """How ``python -m <module>`` of the installed package spells "train only the first N
+    steps": ``--steps`` or ``--upto``."""
+    r = _run([python, "-m", module, "--help"], cwd=work, env=clean_env(python))
     for option in ("--steps", "--upto"):
         if re.search(rf"{option}\b", r.stdout):
             return option
-    raise RuntimeError("python -m attn_core.stored of the installed package takes no --steps "
+    raise RuntimeError(f"python -m {module} of the installed package takes no --steps "
                        "(nor --upto) option:\n" + (r.stdout + r.stderr)[-1500:])
 
 
@@ -366,10 +373,11 @@ def live_checks(python: Path, work: Path, args, label: str) -> dict:
                    .replace("{steps}", "" if args.steps is None else str(args.steps)))
         cmd = ["/bin/sh", "-c", command]
     else:
-        cmd = [python, "-m", "attn_core.stored", "--json", out]
+        module = _check_module(python, work)
+        cmd = [python, "-m", module, "--json", out]
         if args.steps is not None:
             try:
-                cmd += [_steps_option(python, work), str(args.steps)]
+                cmd += [_steps_option(python, work, module), str(args.steps)]
             except RuntimeError as e:
                 return {"ok": False, "command": " ".join(map(str, cmd)), "problems": [str(e)]}
     t0 = time.perf_counter()
@@ -389,7 +397,7 @@ def live_checks(python: Path, work: Path, args, label: str) -> dict:
                                   f"the last lines: " + " / ".join(lines[-8:])
                                   + ("" if args.check_command else
                                      " (the environment has the committed HEAD's attn_core: "
-                                     "is `python -m attn_core.stored --json` committed?)"))
+                                     "is `python -m attn_core.chapters --json` committed?)"))
         return result
     failed = [c["name"] for c in checks if not c.get("ok")]
     largest = max(ratios, default=(math.nan, None))

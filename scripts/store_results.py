@@ -38,16 +38,15 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from attn_core import stored, training  # noqa: E402
-from attn_core.chapters import ch4_copy, ch5_multihead, ch6_transformer  # noqa: E402
-from attn_core.chapters import ch7_end_token  # noqa: E402
+from attn_core.chapters import registry  # noqa: E402
 
 #: Last-bit perturbations of the initial weights measured per check (INIT_JITTER seeds).
 JITTERS = (1, 2, 3)
 
 
 def configs() -> list:
-    return (ch4_copy.stored_configs() + ch5_multihead.stored_configs()
-            + ch6_transformer.stored_configs() + ch7_end_token.stored_configs())
+    """Every stored configuration of every registered chapter."""
+    return registry.stored_configs()
 
 
 def capabilities() -> list[str]:
@@ -88,8 +87,8 @@ def token_counts(check: stored.LiveCheck) -> int:
 
 
 def _checks(only: list[str] | None = None) -> list:
-    """The live checks, or those named in ``only``, in the order of stored.live_checks()."""
-    checks = stored.live_checks()
+    """The live checks, or those named in ``only``, in the order of registry.live_checks()."""
+    checks = registry.live_checks()
     return checks if only is None else [c for c in checks if c.name in only]
 
 
@@ -142,7 +141,7 @@ def measure_envelopes(folder: str | None = None, missing: bool = False) -> None:
     if missing:
         old = json.loads((stored.STORE / stored.ENVELOPES).read_text())
         kept = old["checks"]
-        only = [c.name for c in stored.live_checks() if c.name not in kept]
+        only = [c.name for c in registry.live_checks() if c.name not in kept]
         if not only:
             print("[envelope] every live check has its envelope")
             return
@@ -209,6 +208,7 @@ def main():
         todo = [cfg for cfg in configs() if stored.stored_path(cfg).name not in seen]
         if not todo:
             break
+        stored_now = False
         for cfg in todo:
             path = stored.stored_path(cfg)
             seen.add(path.name)
@@ -219,7 +219,12 @@ def main():
                 continue
             t = time.time()
             stored.store(cfg)
+            stored_now = True
             print(f"[store] {path.name}: {time.time() - t:.0f} s", flush=True)
+        if stored_now:
+            # what the next pass's configs() read (chapter 5's screen) is read through the
+            # manifest: it must list the entries just stored
+            stored.write_manifest()
     if args.check:
         problems = [f"missing: {m}" for m in missing]
         for cfg in configs():

@@ -38,6 +38,8 @@ from pathlib import Path
 import pytest
 from conftest import wait_for_render  # tests/ is on the path (pytest's rootdir conftest)
 
+from attn_core.chapters import registry
+
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,9 +48,9 @@ SHOTS = ROOT / "_build" / "screenshots"
 CHAPTER1 = "notebooks/01_gated_classifier.html"
 CHAPTER5 = "notebooks/05_multihead.html"
 INTRO = "book/intro.html"
-CHAPTERS = ["notebooks/01_gated_classifier.html", "notebooks/02_sen.html",
-            "notebooks/03_ibm1.html", "notebooks/04_permutation_copy.html", CHAPTER5,
-            "notebooks/06_transformer.html", "notebooks/07_end_token.html"]
+#: every registered chapter's page (attn_core/chapters/registry.py)
+CHAPTERS = [f"notebooks/{c.notebook}.html" for c in registry.CHAPTERS]
+assert CHAPTER5 in CHAPTERS
 PAGE_LOAD_TIMEOUT = 60.0
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 ALLOWED_SCHEMES = ("data:", "blob:", "about:")

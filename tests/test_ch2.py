@@ -19,7 +19,7 @@ from attn_core.metrics import (attended_words, eq8_rates, rank_correlation, sen_
                                t_interval, topic_purity)
 from attn_core.models import AttentionClassifier, TopicAttention, TopicAttentionCNN
 from attn_core.stacked import member, stack_members
-from attn_core.training import _eval_seed, train
+from attn_core.training import eval_seed, train
 
 DATA = Path(__file__).parent / "data"
 
@@ -62,8 +62,8 @@ def test_topic_sentences_are_reproducible():
     (dict(topic_sets=[[0], []]), ValueError, "at least one word"),
     (dict(topic_sets=[[0], [5]]), ValueError, "overlap the dictionary"),
     (dict(dictionary=[]), ValueError, "dictionary"),
-    (dict(m=0), ValueError, "m must be >= 1"),
-    (dict(n=0), ValueError, "n must be >= 1"),
+    (dict(m=0), ValueError, r"m must be an int in \[1, "),
+    (dict(n=0), ValueError, r"n must be an int in \[1, "),
     (dict(m=2.5), TypeError, "m must be an int"),
     (dict(generator=0), TypeError, "generator"),
     (dict(topic_sets="ab"), TypeError, "topic_sets"),
@@ -503,7 +503,7 @@ def test_engine_keeps_tasks_without_the_hook_unchanged():
     h = train(fn, task, [0, 1], data_seeds=[4, 8], steps=1, batch_size=6, eval_every=1,
               progress=False, probes=[probe])
     for i, s in enumerate([4, 8]):
-        want = task.sample(torch.Generator().manual_seed(_eval_seed(s)), 6)["x"]
+        want = task.sample(torch.Generator().manual_seed(eval_seed(s)), 6)["x"]
         np.testing.assert_array_equal(h.probes["x"][i, 0], want.numpy())
 
 

@@ -214,8 +214,8 @@ def test_long_permutation_runs_are_the_base_runs_trained_past_the_budget(mode):
 
 # ------------------------------------------------------- findings against untrained models
 def _stored(config):
-    from attn_core.stored import _load_entry
-    return _load_entry(config)
+    from attn_core.stored import load_entry
+    return load_entry(config)
 
 
 def test_untrained_history_repeats_step_0_and_fails_the_chapters_findings():

@@ -470,14 +470,14 @@ def test_diagonal_heads():
 def _stored_chapter():
     """The chapter's stored histories (no training): screen, combinations, random K."""
     from attn_core.chapters import ch5_multihead as ch
-    from attn_core.stored import _load_entry
+    from attn_core.stored import load_entry
 
     cfg = ch.RESCUE.fast
-    screen = {d: _load_entry(c) for d, c in zip(cfg.data_seeds, ch.screen_configs(cfg))}
+    screen = {d: load_entry(c) for d, c in zip(cfg.data_seeds, ch.screen_configs(cfg))}
     final = np.stack([screen[d].metrics["token_acc"][:, -1] for d in cfg.data_seeds], 1)
     runs = ch.combination_configs(cfg, cfg.labels(final))
-    combos = {k: _load_entry(runs[k]) for k in ch.COMBINATION_KINDS}
-    randoms = {k: _load_entry(runs[f"random K={k}"]) for k in cfg.ks if 1 < k != cfg.k_combo}
+    combos = {k: load_entry(runs[k]) for k in ch.COMBINATION_KINDS}
+    randoms = {k: load_entry(runs[f"random K={k}"]) for k in cfg.ks if 1 < k != cfg.k_combo}
     randoms[cfg.k_combo] = combos["random"]
     return cfg, screen, combos, randoms
 

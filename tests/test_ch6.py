@@ -371,10 +371,10 @@ def test_the_stored_live_seeds_are_the_sweeps_first_seeds():
     """Each live condition's stored entry (full precision) holds what its sweep row's first
     seed holds (rounded to 4 decimals): the check of the entry checks the sweep's seed."""
     from attn_core import stored
-    from attn_core.cache import _read_entry
+    from attn_core.cache import read_entry
     sweep = ch.load_sweep()
     for name in ch.LIVE_CONDITIONS:
-        h, _ = _read_entry(stored.verify_file(stored.stored_path(ch.live_config(name))))
+        h, _ = read_entry(stored.verify_file(stored.stored_path(ch.live_config(name))))
         row = sweep[name]
         assert h.eval_steps.tolist() == row["eval_steps"]
         for key, got in (("token_acc", h.metrics["token_acc"]),

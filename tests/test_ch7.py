@@ -188,11 +188,11 @@ def test_the_live_rows_first_seed_is_its_stored_entry_rounded():
     """The entries the chapter re-trains (stored whole, trained with today's code) hold the
     sweep row's first seed: the rows trained before two options were added are the
     numbers the code gives now."""
-    from attn_core.stored import _load_entry
+    from attn_core.stored import load_entry
 
     rows = ch.load_sweep()
     for name in ch.LIVE_ROWS:
-        h = _load_entry(ch.live_config(name))
+        h = load_entry(ch.live_config(name))
         for k in ch.ROW_METRICS + ch.ROW_PROBES:
             now = h.metrics[k] if k in h.metrics else h.probes[k]
             assert np.array_equal(np.round(np.asarray(now, dtype=float)[0], 4),
@@ -416,7 +416,7 @@ def test_the_rescue_rows_without_the_end_token_begin_with_chapter_5s_random_runs
     # chapter 5's random K = 4 combinations, stored with the package (trained by
     # chapter 5's own code): the first runs of the row without the end token are them
     from attn_core.chapters import ch5_multihead as ch5
-    from attn_core.stored import _load_entry
+    from attn_core.stored import load_entry
 
     cfg5 = ch5.RESCUE.fast
     n = cfg5.n_combinations
@@ -424,7 +424,7 @@ def test_the_rescue_rows_without_the_end_token_begin_with_chapter_5s_random_runs
     mine = ch.rescue_config("4 heads, none", seeds=range(n))
     assert [list(h) for h in mine.head_seeds] == heads
     assert list(mine.data_seeds) == cfg5.combination_data()
-    h5 = _load_entry(cfg5.heads_run(heads, cfg5.combination_data(), "heads-random"))
+    h5 = load_entry(cfg5.heads_run(heads, cfg5.combination_data(), "heads-random"))
     row = ch.load_rescue()["4 heads, none"]
     assert row["eval_steps"] == list(h5.eval_steps)
     np.testing.assert_allclose(np.array(row["token_acc"])[:n], h5.metrics["token_acc"],

@@ -104,7 +104,7 @@ def test_topic_task():
     assert t.model_vocab == 56
     with pytest.raises(ValueError, match="n_topics"):
         TopicTask(n_topics=1)
-    with pytest.raises(ValueError, match="m must be >= 1; got 0"):
+    with pytest.raises(ValueError, match=r"m must be an int in \[1, 16777216\]; got 0"):
         TopicTask(m=0)
 
 

@@ -57,7 +57,10 @@ def _cells(path: Path) -> tuple[str, str]:
 
 
 def test_every_book_notebook_agrees_with_config():
-    assert len(sync_url.book_notebooks()) == 7
+    from attn_core.chapters import registry
+
+    assert [p.stem for p in sync_url.book_notebooks()] == [c.notebook
+                                                           for c in registry.CHAPTERS]
     changed = sync_url.sync(ROOT, check=True)
     assert not changed, (f"{[p.name for p in changed]} disagree with _config.yml's repository: "
                          f"run `python scripts/sync_repository_url.py`")

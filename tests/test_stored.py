@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attn_core import stored
-from attn_core.cache import _read_entry, save_history
+from attn_core.cache import read_entry, save_history
 from attn_core.chapters import ch4_copy, ch5_multihead
 from attn_core.chapters import ch6_transformer as ch6
 from attn_core.chapters.ch4_copy import CopyConfig
@@ -33,7 +33,7 @@ def store(tmp_path, monkeypatch):
 
 
 def _record(path, live):
-    h, _ = _read_entry(path)
+    h, _ = read_entry(path)
     return {k: v[:live] for g in ("metrics", "probes") for k, v in getattr(h, g).items()}, h
 
 
@@ -56,7 +56,7 @@ def _store(config=TINY, live=1, runs=(), bitwise=True):
 def _rewrite(path, manifest=True, **changes):
     """Rewrite entry ``path`` with some of its arrays changed (``changes``: group/key ->
     fn(array) -> array), keeping its meta; with ``manifest``, as if the script had stored it."""
-    h, info = _read_entry(path)
+    h, info = read_entry(path)
     for name, fn in changes.items():
         group, key = name.split("__")
         getattr(h, group)[key] = fn(getattr(h, group)[key].copy())
@@ -119,7 +119,7 @@ def test_a_partial_entry_is_refused_even_with_a_matching_manifest(store):
     """Entries whose members or keys are not what the configuration trains: refused by
     their shape, whatever the manifest says."""
     path = _store()
-    h, info = _read_entry(path)
+    h, info = read_entry(path)
     one = replace(h, seeds=h.seeds[:1], data_seeds=h.data_seeds[:1],
                   train_loss=h.train_loss[:1], metrics={k: v[:1] for k, v in h.metrics.items()},
                   probes={k: v[:1] for k, v in h.probes.items()})
@@ -154,11 +154,14 @@ def test_chapter6s_sweep_is_refused_when_changed_or_incomplete(tmp_path):
 
 
 def test_the_packaged_sweep_must_match_the_manifest(store, monkeypatch):
-    copy = store / ch6.SWEEP_FILE.name
-    store.mkdir()
+    rows_dir = store / "rows"             # the manifest covers every JSON file of stored.ROWS
+    rows_dir.mkdir(parents=True)
+    copy = rows_dir / ch6.SWEEP_FILE.name
     copy.write_text(ch6.SWEEP_FILE.read_text())
+    monkeypatch.setattr(stored, "ROWS", rows_dir)
     monkeypatch.setattr(ch6, "SWEEP_FILE", copy)
     stored.write_manifest()
+    assert stored._relative(copy) in json.loads((store / stored.MANIFEST).read_text())["sha256"]
     assert ch6.load_sweep()["small positions"]["final_token_acc"] != [1.0] * 10
     rows = json.loads(copy.read_text())
     rows["small positions"]["final_token_acc"] = [1.0] * 10         # rewritten accuracies
@@ -245,7 +248,7 @@ def test_env_stored_names_itself(monkeypatch, raw):
 
 def test_an_entry_stored_for_another_config_is_refused(store):
     path = _store()
-    h, info = _read_entry(path)
+    h, info = read_entry(path)
     meta = json.loads(json.dumps(info["meta"]))
     meta["stored_config"]["steps"] = 99
     save_history(h, path, meta=meta)
@@ -344,16 +347,18 @@ def test_first_members_keep_each_members_seeds():
 
 def test_every_run_the_chapters_load_stored_is_stored_whole_with_its_envelope():
     from attn_core.chapters import ch7_end_token as ch7
+    from attn_core.chapters import registry
 
     configs = (ch4_copy.stored_configs() + ch5_multihead.stored_configs()
                + ch6.stored_configs() + ch7.stored_configs())
-    assert len(stored.live_checks()) == len(configs) == 25
+    assert registry.stored_configs() == configs
+    assert len(registry.live_checks()) == len(configs) == 25
     for cfg in configs:
         path = stored.verify_file(stored.stored_path(cfg))
-        h, info = _read_entry(path)
+        h, info = read_entry(path)
         assert info["meta"]["stored_config"] == json.loads(json.dumps(cfg.cache_config()))
         stored._check_whole(h, cfg, path.name)
-    for check in stored.live_checks():
+    for check in registry.live_checks():
         spec = stored.load_envelope(check.name)
         record, steps = check.record()
         assert spec["live"] == check.live and spec["eval_steps"] == list(steps)

@@ -12,7 +12,11 @@ runners and the few helpers its notebook needs; a notebook imports only its own 
 - :mod:`.ch5_multihead` chapter 5: good and bad heads, and the multi-head rescue
 - :mod:`.ch6_transformer` chapter 6: does a Transformer fail too? An encoder-decoder
   Transformer on chapter 4's tasks
+- :mod:`.ch7_end_token` chapter 7: why one end token makes permutations hard
 
-Every experiment config subclasses :class:`._experiment.Experiment` (``config.run()``).
-A chapter may import an earlier one (chapter 5 builds on chapter 4's config).
+:mod:`.registry` lists them once (:data:`~.registry.CHAPTERS`): the stored configurations,
+the live checks (``python -m attn_core.chapters``) and the tests' lists of chapters come
+from there. Every experiment config subclasses :class:`._experiment.Experiment`
+(``config.run()``). A chapter may import an earlier one (chapter 5 builds on chapter 4's
+config); the shared library below (:mod:`attn_core.stored` included) imports none.
 """

@@ -127,6 +127,7 @@ class Experiment:
         if hasattr(self, "seeds") and len(self.seeds) == 0:
             raise ValueError(f"{cls}.seeds must hold at least one seed; got ()")
 
+
     # ------------------------------------------------------------------ what a config defines
     def task(self):
         raise NotImplementedError
@@ -172,8 +173,27 @@ class Experiment:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def check_runs(self) -> None:
+        """ValueError naming the config if two of its members are the same run: the same
+        model seed, data seed and member settings (a seed given twice would train one run
+        twice and count it as two). A repeated model seed with other data or settings is
+        another run (chapter 2's query variances, chapter 5's heads)."""
+        seeds, data_seeds, kwargs = self.seeds_and_members()
+        seen: dict[tuple, int] = {}
+        for i, seed in enumerate(seeds):
+            run = (int(seed), None if data_seeds is None else int(data_seeds[i]),
+                   None if not kwargs else repr([(k, kwargs[k][i]) for k in sorted(kwargs)]))
+            if run in seen:
+                what = "seed" if data_seeds is None and not kwargs else "seed, data seed and settings"
+                raise ValueError(f"{type(self).__name__}: members {seen[run]} and {i} are the same "
+                                 f"run (the same {what}, seed {int(seed)}): a run given twice "
+                                 f"would be trained twice and counted as two; give each once")
+            seen[run] = i
+
     def train(self, progress: bool = True) -> History:
-        """Train this experiment now (no cache)."""
+        """Train this experiment now (no cache); its members must be distinct runs
+        (:meth:`check_runs`)."""
+        self.check_runs()
         task = self.task()
         seeds, data_seeds, member_kwargs = self.seeds_and_members()
         return train(self.model_fn(task), task, seeds, data_seeds=data_seeds,

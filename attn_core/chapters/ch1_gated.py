@@ -30,7 +30,7 @@ from ..data import KeywordTask
 from ..metrics import keyword_probe
 from ..models import ATTENTION_MODES, AttentionClassifier
 from ..stacked import StackedRNN, generators
-from ..theory import _ce_grad, _rk4, _sigmoid, gated_ce_flow, gated_flow_closed_form
+from ..theory import gated_ce_flow, gated_ce_flow_end, gated_flow_closed_form
 from ..training import OPTIMIZERS
 from ._experiment import Experiment
 
@@ -176,15 +176,10 @@ def ce_flow_end(gaps, p0: float = 0.5, t_max: float = 60.0, n_steps: int = 3000)
     β0 = gap/2, β1 = -gap/2 (backwards by ``gap``) and p = ``p0``, for every gap at once.
 
     The RK4 of ``gated_ce_flow`` on the same vector field (and the same result), run on all the
-    gaps together so that a threshold can be bracketed in a fraction of a second.
+    gaps together so that a threshold can be bracketed in a fraction of a second
+    (:func:`attn_core.theory.gated_ce_flow_end`).
     """
-    g = check_real_array("gaps", gaps, ndim=1)
-    p0 = check_real("p0", p0, 0.0, 1.0, low_open=True, high_open=True)
-    t_max = check_real("t_max", t_max, 0.0, low_open=True)
-    n_steps = check_int("n_steps", n_steps, 1)
-    y0 = np.stack([g / 2, -g / 2, np.full_like(g, np.log(p0 / (1 - p0)))])
-    _, ys = _rk4(lambda y: -_ce_grad(y), y0, t_max, n_steps)
-    return _sigmoid(ys[-1, 2])
+    return gated_ce_flow_end(gaps, p0, t_max, n_steps)
 
 
 def ce_recovery_gap(p0: float = 0.5, t_max: float = 60.0, high: float = 20.0,

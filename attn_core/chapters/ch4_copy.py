@@ -23,7 +23,8 @@ import torch
 from torch import nn
 
 from .. import plotting
-from ..checks import check_bool, check_choice, check_generator, check_int, check_real
+from ..checks import (check_bool, check_choice, check_dim, check_generator, check_int, check_real,
+                      check_token_batches)
 from ..config import Preset, env_max_steps, first_seeds
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
 from ..metrics import first_step, fisher_exact, newcombe_interval, success_rate
@@ -241,8 +242,12 @@ def succeeded(history, at: int = -1, level: float = SUCCESS_LEVEL) -> np.ndarray
     (S,) bool."""
     check_history(history, metrics=("token_acc",))
     level = check_real("level", level, 0.0, 1.0)
-    acc = history.metrics["token_acc"]
+    acc = np.asarray(history.metrics["token_acc"], dtype=float)
     at = check_int("at", at, -acc.shape[1], acc.shape[1] - 1)
+    if not np.all((acc >= 0) & (acc <= 1)):         # NaN fails too
+        raise ValueError(f"history.metrics['token_acc'] must hold fractions in [0, 1] (not "
+                         f"percent); got values in [{np.nanmin(acc):g}, {np.nanmax(acc):g}]"
+                         f"{' and NaN' if np.isnan(acc).any() else ''}")
     return acc[:, at] > level
 
 
@@ -427,7 +432,7 @@ class LuongSeq2Seq(nn.Module):
                  bias: bool = True):
         super().__init__()
         for name, value in (("vocab", vocab), ("embed", embed), ("hidden", hidden)):
-            check_int(name, value)
+            check_dim(name, value)
         for name, value in (("head_proj", head_proj), ("bias", bias)):
             check_bool(name, value)
         H = hidden
@@ -457,6 +462,7 @@ class LuongSeq2Seq(nn.Module):
 
     def forward(self, src, tgt_in):
         """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V), alpha (B, T, L)."""
+        check_token_batches(src, tgt_in, self.emb.num_embeddings)   # ids in [0, V)
         h, last = self.encoder(self.emb(src))          # h_1 .. h_L (h_L: the EOS)
         s, _ = self.decoder(self.emb(tgt_in), last)    # s_t, from the encoder's state
         c, alpha = self.attend(s, h)

@@ -33,7 +33,8 @@ from torch import nn
 
 from .. import plotting
 from ..cache import check_cache_name
-from ..checks import check_bool_array, check_choice, check_int, check_real, check_seeds
+from ..checks import (check_bool_array, check_choice, check_dim, check_int, check_real,
+                      check_seeds, check_token_batches)
 from ..config import Preset, env_max_steps
 from ..metrics import (classify_heads, fisher_exact, rate_difference, success_rate,
                        verdict_repeat, wilson_rate_interval)
@@ -524,7 +525,7 @@ class MultiHeadLuong(nn.Module):
         super().__init__()
         for name, value in (("vocab", vocab), ("embed", embed), ("hidden", hidden),
                             ("heads", heads)):
-            check_int(name, value)
+            check_dim(name, value)
         self.reduce = check_choice("reduce", reduce, HEAD_REDUCTIONS)
         self.emb = nn.Embedding(vocab, embed)              # shared by source and target
         self.encoder = nn.GRU(embed, hidden, batch_first=True)
@@ -547,6 +548,7 @@ class MultiHeadLuong(nn.Module):
     def forward(self, src, tgt_in):
         """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V),
         alpha (K, B, T, L)."""
+        check_token_batches(src, tgt_in, self.emb.num_embeddings)   # ids in [0, V)
         h, last = self.encoder(self.emb(src))              # h_1 .. h_L
         s, _ = self.decoder(self.emb(tgt_in), last)      # s_t, from the encoder's state
         c, alpha = self.attend(s, h)
@@ -626,16 +628,15 @@ def stored_configs() -> list[HeadsRun]:
     """The fast-mode runs chapter 5 shows from :mod:`attn_core.stored`: the screen's first
     round on every data stream (``RESCUE.fast.screen(live=...)``), then the combinations
     that its stored labels lead to (:func:`combination_configs`) and the bad heads on the
-    control task (:meth:`RescueConfig.control_run`)."""
-    from ..cache import _read_entry
-    from ..stored import stored_path
+    control task (:meth:`RescueConfig.control_run`). The screen's labels are read from its
+    stored entries through the manifest check (:func:`attn_core.stored.load_entry`)."""
+    from ..stored import load_entry, stored_path
 
     cfg = RESCUE.fast
     screen = screen_configs(cfg)
-    paths = [stored_path(c) for c in screen]
-    if not all(p.exists() for p in paths):
+    if not all(stored_path(c).exists() for c in screen):
         return screen          # store the screen first; the combinations follow from it
-    final = np.stack([_read_entry(p)[0].metrics["token_acc"][:, -1] for p in paths], axis=1)
+    final = np.stack([load_entry(c).metrics["token_acc"][:, -1] for c in screen], axis=1)
     labels = cfg.labels(final)
     return (screen + list(combination_configs(cfg, labels).values())
             + [cfg.control_run(cfg.pools(labels)["bad"])])

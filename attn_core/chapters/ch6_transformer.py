@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,14 +54,15 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from .. import plotting
-from ..config import Preset, env_stored, first_seeds
-from ..checks import (check_bool, check_choice, check_int, check_real, check_seeds,
+from ..config import Preset, first_seeds
+from ..checks import (check_bool, check_choice, check_dim, check_indices, check_int,
+                      check_pair, check_real, check_seeds, check_token_batches,
                       check_token_ids)
 from ..data import CopyTask
 from ..metrics import fisher_exact
-from ..models import ATTENTION_MODES, Seq2Seq, _check_indices, _check_pair
-from ..stored import CheckReport, config_record, verify_file, worst_live_check
-from ..training import _eval_batch, _eval_schedule, _member_tasks
+from ..models import ATTENTION_MODES, Seq2SeqObjective
+from ..stored import CheckReport, config_record, load_rows, worst_live_check
+from ..training import eval_batch, eval_schedule, member_tasks
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
 from .ch4_copy import PERMUTATION_LONG, SUCCESS_LEVEL, CopyTraining, control, copy_probe
@@ -134,7 +134,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d: int, heads: int):
         super().__init__()
-        d, heads = check_int("d", d), check_int("heads", heads)
+        d, heads = check_dim("d", d), check_dim("heads", heads)
         if d % heads:
             raise ValueError(f"d_model ({d}) must be a multiple of heads ({heads})")
         self.heads = heads
@@ -192,17 +192,19 @@ class TransformerSeq2Seq(nn.Module):
                  max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True,
                  emb_std: float = 1.0):
         super().__init__()
-        self.vocab = check_int("vocab", vocab, 2)
+        self.vocab = check_dim("vocab", vocab, 2)
+        # forward checks its token ids, unless a StackedTransformer (vmap) runs it
+        self.check_inputs = True
         # the word embeddings' initial scale (PyTorch's nn.Embedding: N(0, 1))
         self.emb_std = check_real("emb_std", emb_std, 0.0)
         # the learned positions' initial scale, against the token embeddings' N(0, 1)
         self.pos_std = check_real("pos_std", pos_std, 0.0)
         # one table of learned positions for both sides, or the decoder its own
         self.shared_positions = check_bool("shared_positions", shared_positions)
-        d = self.d_model = check_int("d_model", d_model)
-        self.heads = check_int("heads", heads)
-        check_int("d_ff", d_ff)
-        self.max_len = check_int("max_len", max_len)
+        d = self.d_model = check_dim("d_model", d_model)
+        self.heads = check_dim("heads", heads)
+        check_dim("d_ff", d_ff)
+        self.max_len = check_dim("max_len", max_len)
         self.positions = check_choice("positions", positions, POSITIONS)
         self.norm = check_choice("norm", norm, NORMS)
         self.attention = check_choice("attention", attention, ATTENTION_MODES)
@@ -305,6 +307,8 @@ class TransformerSeq2Seq(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
         """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V), alpha (B, K, T, L)."""
+        if self.check_inputs:      # ids in [0, V) (the stacked model checks all members)
+            check_token_batches(src, tgt_in, self.vocab)
         enc, p_enc = self.encode(src)
         y, p_dec = self.decode_to_cross(tgt_in)
         y, alpha = self.cross_attend(y, enc, p_dec, p_enc)
@@ -315,6 +319,9 @@ class TransformerSeq2Seq(nn.Module):
         """β_{t,l}: the probability of the right word y_t if every head of the
         cross-attention attended only to source position l (SZKS §2.2's probe, for this
         model: the cross-attention's output becomes W_O [W_V H_l; ...]). (B, T, L)."""
+        if self.check_inputs:
+            check_token_batches(src, tgt_in, self.vocab)
+            check_indices("tgt", tgt, tgt_in.shape, self.vocab)
         enc, p_enc = self.encode(src)
         y, p_dec = self.decode_to_cross(tgt_in)
         B, T, d = y.shape
@@ -333,7 +340,7 @@ class TransformerSeq2Seq(nn.Module):
 
 
 # --------------------------------------------------------------- the engine's model
-class StackedTransformer(StackedModule):
+class StackedTransformer(Seq2SeqObjective, StackedModule):
     """S independent :class:`TransformerSeq2Seq` members for the engine.
 
     Every parameter is stacked (S, ...) under its module path (dots written ``__``). Member
@@ -344,13 +351,9 @@ class StackedTransformer(StackedModule):
 
     Batches as :class:`~attn_core.models.Seq2Seq`: ``src`` (S, B, L), ``tgt_in``/``tgt``
     (S, B, T), optionally ``align``; ``forward`` returns ``logits`` (S, B, T, V) and the
-    cross-attention ``alpha`` (S, K, B, T, L); ``loss``/``evaluate`` are Seq2Seq's.
+    cross-attention ``alpha`` (S, K, B, T, L); ``loss``/``evaluate`` are Seq2Seq's
+    (:class:`~attn_core.models.Seq2SeqObjective`).
     """
-
-    loss = Seq2Seq.loss
-    evaluate = Seq2Seq.evaluate
-    _forward_batch = Seq2Seq._forward_batch
-    _ce = Seq2Seq._ce
 
     def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
                  positions: str = "learned", norm: str = "pre", attention: str = "learned",
@@ -363,6 +366,7 @@ class StackedTransformer(StackedModule):
                       positions=positions, norm=norm, attention=attention, max_len=max_len,
                       pos_std=pos_std, shared_positions=shared_positions, emb_std=emb_std)
         base = TransformerSeq2Seq(**kwargs)
+        base.check_inputs = False    # checked here for all members at once (no .item in vmap)
         self.vocab, self.heads, self.attention = base.vocab, base.heads, base.attention
         # the readable module, not registered: its parameters are replaced by each member's
         object.__setattr__(self, "_base", base)
@@ -405,13 +409,14 @@ class StackedTransformer(StackedModule):
     def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
         """Every member's :meth:`TransformerSeq2Seq.lexical_probe`: (S, B, T, L)."""
         _check_inputs(src, tgt_in, self.n_members, self.vocab)
-        _check_indices("tgt", tgt, tgt_in.shape, self.vocab)
+        check_indices("tgt", tgt, tgt_in.shape, self.vocab)
         return self._call(_Probe(self._base), "model.", src, tgt_in, tgt)
 
     def member_module(self, m: int = 0) -> TransformerSeq2Seq:
         """Member ``m`` as a plain :class:`TransformerSeq2Seq` with its weights (a copy)."""
         m = check_int("m", m, 0, self.n_members - 1)
         out = copy.deepcopy(self._base)
+        out.check_inputs = True
         out.load_state_dict({n: t.detach()[m].clone() for n, t in
                              self._member_params().items()})
         return out
@@ -460,7 +465,7 @@ def _check_inputs(src, tgt_in, n_members: int, vocab: int) -> None:
     """Seq2Seq's check of the two batches ((S, B, L) and (S, B, T), non-empty, the same S and
     B), then one batch per member and ids in [0, vocab): the readable model's plain
     embedding would otherwise fail inside the per-member call."""
-    _check_pair("src", src, "tgt_in", tgt_in)
+    check_pair("src", src, "tgt_in", tgt_in)
     for name, t in (("src", src), ("tgt_in", tgt_in)):
         if t.shape[0] != n_members:
             raise ValueError(f"{name} has leading dimension {t.shape[0]} but the model has "
@@ -644,7 +649,7 @@ def _check_row(path, name: str, row, cfg: TransformerCopyConfig,
     """ValueError naming the file unless ``row`` holds a value per seed and evaluation of
     ``cfg`` (the row's configuration)."""
     seeds = len(cfg.seeds)
-    steps = _eval_schedule(cfg.steps, cfg.eval_every)
+    steps = eval_schedule(cfg.steps, cfg.eval_every)
     fix = f"run {script} --force"
     if not isinstance(row, dict) or row.get("eval_steps") != steps:
         raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
@@ -676,43 +681,9 @@ def load_sweep(path: str | Path | None = None) -> dict:
     configuration is not :func:`sweep_config`'s -- a stored result is never shown for a
     configuration it was not computed with. With ``ATTN_STORED=off`` (and no ``path``) every
     condition is trained now (ten seeds each, cached) and its row made from that."""
-    return _load_rows(path, SWEEP_FILE,
-                      {name: sweep_config(name) for name in SWEEP_CONDITIONS}, "sweep_config",
-                      _SWEEP_SCRIPT)
-
-
-def _load_rows(path, package_file: Path, configs: dict, maker: str, script: str,
-               make_row=None, check_row=None) -> dict:
-    """The rows of the stored sweep ``path`` (None: ``package_file``, the package's own copy,
-    which must match the manifest) for ``configs`` (condition name -> the configuration its
-    row must record; ``maker`` names the function that made them), each present, of that
-    configuration and complete; ValueError naming the file and ``script`` otherwise. With
-    ``ATTN_STORED=off`` and no ``path``, every condition is trained now (cached) instead.
-    ``make_row(cfg, history)`` and ``check_row(path, name, row, cfg, script)``: another
-    chapter's row and its check (default: this chapter's :func:`sweep_row`)."""
-    make_row = sweep_row if make_row is None else make_row
-    check_row = _check_row if check_row is None else check_row
-    if path is None and env_stored() == "off":
-        return {name: make_row(cfg, cfg.run()) for name, cfg in configs.items()}
-    path = package_file if path is None else Path(path)
-    if path.resolve() == package_file.resolve():
-        verify_file(path)
-    try:
-        rows = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"the stored sweep {path} is missing: run {script}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
-                         f"{script} again") from None
-    for name, cfg in configs.items():
-        if name not in rows:
-            raise ValueError(f"the stored sweep {path} has no row {name!r}: run {script}")
-        if rows[name].get("config") != config_record(cfg):
-            raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
-                             f"another configuration than {maker}({name!r}); run "
-                             f"{script} to recompute it")
-        check_row(path, name, rows[name], cfg, script)
-    return rows
+    return load_rows(path, SWEEP_FILE,
+                     {name: sweep_config(name) for name in SWEEP_CONDITIONS}, "sweep_config",
+                     _SWEEP_SCRIPT, sweep_row, _check_row)
 
 
 #: The conditions run at the papers' scale (``benchmarks/full_ch6/run.py``, on a Dask
@@ -742,9 +713,9 @@ def load_full_sweep(path: str | Path | None = None) -> dict:
     manifest, every row present, complete and computed with :func:`full_sweep_config`).
     With ``ATTN_STORED=off`` (and no ``path``) every condition is trained now -- seventy
     runs at the papers' scale, about an hour and a half on two CPU cores (cached)."""
-    return _load_rows(path, FULL_SWEEP_FILE,
-                      {name: full_sweep_config(name) for name in FULL_CONDITIONS},
-                      "full_sweep_config", _FULL_SCRIPT)
+    return load_rows(path, FULL_SWEEP_FILE,
+                     {name: full_sweep_config(name) for name in FULL_CONDITIONS},
+                     "full_sweep_config", _FULL_SCRIPT, sweep_row, _check_row)
 
 
 def live_config(name: str, n: int = 1,
@@ -784,7 +755,7 @@ def initial_evaluation(cfg: TransformerCopyConfig) -> dict[str, np.ndarray]:
     seeds, data_seeds, member_kwargs = cfg.seeds_and_members()
     data_seeds = seeds if data_seeds is None else data_seeds
     model = cfg.model_fn(task)(seeds=seeds, **(member_kwargs or {}))
-    batch = _eval_batch(_member_tasks(task, data_seeds), data_seeds,
+    batch = eval_batch(member_tasks(task, data_seeds), data_seeds,
                         cfg.train_kwargs()["eval_batch_size"])
     model.eval()
     with torch.no_grad():
@@ -815,17 +786,17 @@ def check_initial(rows: dict, names: Sequence[str] | None = None,
 # --------------------------------------------------- chapter 4's LSTM, from its stored runs
 def lstm_reference(step: int = 300) -> dict:
     """Chapter 4's one-head LSTM at this chapter's task and budget, read from chapter 4's
-    stored runs (:func:`attn_core.stored._load_entry`, which verifies them; chapter 4
+    stored runs (:func:`attn_core.stored.load_entry`, which verifies them; chapter 4
     re-checks them live): ``{"permutation": ..., "control": ...}``, each the final-token
     accuracy (S,) and attention accuracy (S,) at ``step``, and the same at step 0.
     The permutation runs train 400 steps (:data:`~attn_core.chapters.ch4_copy.
     PERMUTATION_LONG`); their first 300 steps are the 300-step run."""
-    from ..stored import _load_entry
+    from ..stored import load_entry
     base = PERMUTATION_LONG.fast
     out = {}
     for name, cfg in (("permutation", base),
                       ("control", control(replace(base, steps=300)))):
-        h = _load_entry(cfg)
+        h = load_entry(cfg)
         if step not in h.eval_steps:
             raise ValueError(f"chapter 4's {name} runs were not evaluated at step {step}")
         j = int(np.flatnonzero(h.eval_steps == step)[0])

@@ -27,12 +27,11 @@ from ..config import Preset, first_seeds
 from ..data import CopyTask, EndToken
 from ..metrics import fisher_exact, wilson_interval
 from ..models import forward_masks
-from ..stored import CheckReport, atomic_write, config_record, worst_live_check
-from ..training import _eval_schedule
+from ..stored import CheckReport, atomic_write, config_record, load_rows, worst_live_check
+from ..training import eval_schedule
 from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
 from .ch5_multihead import RESCUE, HeadsRun
-from .ch6_transformer import (TRANSFORMER_BASE, TransformerCopyConfig, _load_rows,
-                              check_row_arrays)
+from .ch6_transformer import TRANSFORMER_BASE, TransformerCopyConfig, check_row_arrays
 
 __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSITION_CLASSES",
            "condition_config", "end_probe", "push_probe", "PUSHES", "SUCCESS_LEVEL",
@@ -338,7 +337,7 @@ def sweep_row(cfg: EndTokenConfig, h) -> dict:
 
 
 def _check_row(path, name: str, row, cfg: EndTokenConfig, script: str = _SWEEP_SCRIPT):
-    steps = _eval_schedule(cfg.steps, cfg.eval_every)
+    steps = eval_schedule(cfg.steps, cfg.eval_every)
     fix = f"run {script} --force"
     if not isinstance(row, dict) or row.get("eval_steps") != steps:
         raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
@@ -356,7 +355,7 @@ def load_sweep(path: str | Path | None = None) -> dict:
     complete and computed with :func:`sweep_config` (ValueError naming the file otherwise).
     With ``ATTN_STORED=off`` (and no ``path``) every row is trained now: 23 x 40 runs,
     about half an hour on two cores (cached)."""
-    return _load_rows(path, SWEEP_FILE, {r: sweep_config(r) for r in SWEEP_ROWS},
+    return load_rows(path, SWEEP_FILE, {r: sweep_config(r) for r in SWEEP_ROWS},
                       "sweep_config", _SWEEP_SCRIPT, sweep_row, _check_row)
 
 
@@ -778,7 +777,7 @@ def transformer_row(cfg, h) -> dict:
 
 
 def _check_transformer_row(path, name, row, cfg, script=_TRANSFORMER_SCRIPT):
-    steps = _eval_schedule(cfg.steps, cfg.eval_every)
+    steps = eval_schedule(cfg.steps, cfg.eval_every)
     fix = f"run {script}"
     if not isinstance(row, dict) or row.get("eval_steps") != steps \
             or row.get("seeds") != list(cfg.seeds):
@@ -791,7 +790,7 @@ def _check_transformer_row(path, name, row, cfg, script=_TRANSFORMER_SCRIPT):
 def load_transformer(path: str | Path | None = None) -> dict:
     """The stored Transformer rows: row name (:data:`TRANSFORMER_ROWS`) -> its row
     (:func:`transformer_row`), checked as :func:`load_sweep` checks the sweep."""
-    return _load_rows(path, TRANSFORMER_FILE,
+    return load_rows(path, TRANSFORMER_FILE,
                       {r: transformer_config(r) for r in TRANSFORMER_ROWS},
                       "transformer_config", _TRANSFORMER_SCRIPT, transformer_row,
                       _check_transformer_row)
@@ -876,7 +875,7 @@ def _rescue_runs(cfg: EndHeadsRun) -> list[int]:
 
 
 def _check_rescue_row(path, name, row, cfg, script=_RESCUE_SCRIPT):
-    steps = _eval_schedule(cfg.copy.steps, cfg.copy.eval_every)
+    steps = eval_schedule(cfg.copy.steps, cfg.copy.eval_every)
     n = len(cfg.head_seeds)
     fix = f"run {script}"
     if not isinstance(row, dict) or row.get("eval_steps") != steps \
@@ -892,7 +891,7 @@ def _check_rescue_row(path, name, row, cfg, script=_RESCUE_SCRIPT):
 def load_rescue(path: str | Path | None = None) -> dict:
     """The stored rescue rows: row name (:data:`RESCUE_ROWS`) -> its row
     (:func:`rescue_row`), checked as :func:`load_sweep` checks the sweep."""
-    return _load_rows(path, RESCUE_FILE, {r: rescue_config(r) for r in RESCUE_ROWS},
+    return load_rows(path, RESCUE_FILE, {r: rescue_config(r) for r in RESCUE_ROWS},
                       "rescue_config", _RESCUE_SCRIPT, rescue_row, _check_rescue_row)
 
 
@@ -939,7 +938,7 @@ def _check_push_row(path, name, row, cfg, script=_PUSH_SCRIPT):
 def load_push(path: str | Path | None = None) -> dict:
     """The stored step-0 pushes: row name (:data:`PUSH_ROWS`) -> its row (:func:`push_row`),
     checked as :func:`load_sweep` checks the sweep."""
-    return _load_rows(path, PUSH_FILE, {r: push_config(r) for r in PUSH_ROWS}, "push_config",
+    return load_rows(path, PUSH_FILE, {r: push_config(r) for r in PUSH_ROWS}, "push_config",
                       _PUSH_SCRIPT, push_row, _check_push_row)
 
 
@@ -1139,7 +1138,7 @@ def _check_held_out_row(path, name, row, cfg, script=_HELD_OUT_SCRIPT):
 def load_held_out(path: str | Path | None = None) -> dict:
     """The stored held-out rows: row name (:data:`HELD_OUT_ROWS`) -> its row
     (:func:`held_out_row`), checked as :func:`load_sweep` checks the sweep."""
-    return _load_rows(path, HELD_OUT_FILE, {r: held_out_config(r) for r in HELD_OUT_ROWS},
+    return load_rows(path, HELD_OUT_FILE, {r: held_out_config(r) for r in HELD_OUT_ROWS},
                       "held_out_config", _HELD_OUT_SCRIPT, held_out_row,
                       _check_held_out_row)
 

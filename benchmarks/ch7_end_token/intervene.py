@@ -52,7 +52,7 @@ from attn_core.chapters import ch7_end_token as ch
 from attn_core.config import env_max_steps, env_workers, get_mode, set_threads
 from attn_core.data import CopyTask
 from attn_core.metrics import fisher_exact, success_rate
-from attn_core.stored import _write_json, config_record, platform
+from attn_core.stored import write_json, config_record, platform
 from attn_core.training import Trainer
 
 HERE = Path(__file__).resolve().parent
@@ -235,7 +235,7 @@ def main() -> None:
                      "machine": f"{platform()['cpu']}, {os.cpu_count()} cores",
                      "seconds": round(time.time() - t, 1),
                      **summary(finals, sweep)}
-        _write_json(out_path, out)
+        write_json(out_path, out)
         s = out[name]
         k, n = s["success"]
         _, lo, hi = s["rate"]

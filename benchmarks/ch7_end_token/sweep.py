@@ -34,7 +34,7 @@ import numpy as np
 
 from attn_core.chapters import ch7_end_token as ch
 from attn_core.config import env_max_steps, get_mode
-from attn_core.stored import _write_json, config_record, platform, write_manifest
+from attn_core.stored import write_json, config_record, platform, write_manifest
 
 MECHANISM = Path(__file__).resolve().parent / "mechanism.json"
 #: The mechanism runs: their conditions (L = 20, permutations), steps and evaluations.
@@ -65,7 +65,7 @@ def mechanism(only: str) -> None:
         for k in ch.PUSHES:
             r[k] = np.asarray(h.probes[k], dtype=float).tolist()
         out["rows"][key] = r
-        _write_json(MECHANISM, out)
+        write_json(MECHANISM, out)
         print(f"[ch7 mechanism] {key} ({time.time() - t:.0f} s)")
 
 

@@ -50,7 +50,7 @@ import attn_core
 from attn_core.chapters import ch5_multihead as ch
 from attn_core.config import env_max_steps, get_mode
 from attn_core.metrics import classify_heads
-from attn_core.stored import _write_json, platform
+from attn_core.stored import write_json, platform
 
 OUT = Path(__file__).resolve().parent / "results.json"
 #: Good heads (good on stream 0) checked on the other streams, in seed order.
@@ -155,7 +155,7 @@ class Results:
         return h
 
     def save(self):
-        _write_json(OUT, self.data)
+        write_json(OUT, self.data)
 
 
 def recorded_screen(cfg, res: Results) -> dict | None:

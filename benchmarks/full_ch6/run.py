@@ -33,7 +33,7 @@ from pathlib import Path
 from attn_core.chapters import ch6_transformer as ch
 from attn_core.config import env_max_steps, get_mode
 from attn_core.metrics import success_rate
-from attn_core.stored import _write_json, platform, write_manifest
+from attn_core.stored import write_json, platform, write_manifest
 
 OUT = Path(__file__).resolve().parent / "results.json"
 
@@ -64,8 +64,8 @@ def main() -> None:
         print(f"{name}: {int(ok.sum())}/{len(ok)} above {ch.SUCCESS_LEVEL}, rate {r:.2f} "
               f"[{lo:.2f}, {hi:.2f}] ({seconds:.0f} s)", flush=True)
         out["machine"] = f"{platform()['cpu']}, {os.cpu_count()} cores"
-        _write_json(path, rows)                   # atomic: a stopped run keeps what it had
-        _write_json(OUT, out)
+        write_json(path, rows)                   # atomic: a stopped run keeps what it had
+        write_json(OUT, out)
         write_manifest()                          # the manifest covers the sweep's file
     print("success by condition:",
           {k: v["success"] for k, v in out["conditions"].items()})

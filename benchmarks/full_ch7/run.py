@@ -36,7 +36,7 @@ import numpy as np
 from attn_core.chapters import ch7_end_token as ch
 from attn_core.config import env_max_steps, get_mode
 from attn_core.metrics import fisher_exact, success_rate
-from attn_core.stored import _write_json, config_record, platform
+from attn_core.stored import write_json, config_record, platform
 
 HERE = Path(__file__).resolve().parent
 #: The variants of item 1, in the order they are trained (the two references first).
@@ -98,8 +98,8 @@ def main() -> None:
                "config of 'both'": config_record(config("both", seeds=cfg.seeds)),
                "machine": f"{platform()['cpu']}, {os.cpu_count()} cores",
                "smoke": bool(args.smoke)}
-        _write_json(rows_file, rows)          # atomic: a stopped run keeps what it had
-        _write_json(results, out)
+        write_json(rows_file, rows)          # atomic: a stopped run keeps what it had
+        write_json(results, out)
         k, n = ch.successes(rows[name])
         r, lo, hi = out["conditions"][name]["rate"]
         print(f"[full_ch7] {name}: {k}/{n} copy, rate {r:.2f} [{lo:.2f}, {hi:.2f}] "
