@@ -17,9 +17,9 @@ The package map (shared library first, then one module per chapter):
 - :mod:`attn_core.metrics`   measurements, in chapter order (probes, agreement, rates, ...)
 - :mod:`attn_core.claims`    a chapter's claims as data: printed as a table, asserted at once
 - :mod:`attn_core.plotting`  figure style, sliders that work in the static book, shared plots
-- :mod:`attn_core.chapters`  ``ch1_gated`` ... ``ch7_end_token``: each chapter's experiments,
-  listed once in :mod:`attn_core.chapters.registry`
-- :mod:`attn_core.exercises` ``ch1`` ... ``ch7``: each chapter's answer checkers
+- :mod:`attn_core.chapters`  ``ch1_gated``, ``ch2_sen``, ...: each chapter's experiments,
+  the chapters listed once in :mod:`attn_core.chapters.registry`
+- :mod:`attn_core.exercises` ``ch1``, ``ch2``, ...: each chapter's answer checkers
 """
 
 from .config import Preset, describe, get_device, get_mode, set_seed, set_threads

@@ -54,6 +54,15 @@ def registry_problems(root: Path, chapters) -> list[str]:
         if not c.notebook.startswith(f"{c.number:02d}_"):
             out.append(f"chapter {c.number}: its notebook {c.notebook} is not named "
                        f"{c.number:02d}_*")
+    tests = {p.name for p in (root / "tests").glob("test_*ch[0-9]*.py")}
+    intro = (root / "book" / "intro.md").read_text(encoding="utf-8")
+    for c in chapters:
+        for name in (f"test_ch{c.number}.py", f"test_exercises_ch{c.number}.py"):
+            if name not in tests:
+                out.append(f"chapter {c.number}: no tests/{name}")
+        if not re.search(rf"^\*\*{c.number}\. ", intro, flags=re.M):
+            out.append(f"chapter {c.number}: book/intro.md's story has no paragraph "
+                       f"'**{c.number}. <title>.**'")
     registered = {c.module for c in chapters}
     out += [f"attn_core/chapters/{m}.py is not registered (registry.CHAPTERS)"
             for m in sorted(modules - registered)]
@@ -79,6 +88,9 @@ def test_the_registry_check_names_each_disagreement():
     assert any("no module attn_core/chapters/ch8_scorecard.py" in p for p in problems)
     assert any("no checkers attn_core/exercises/ch8.py" in p for p in problems)
     assert any("no notebook notebooks/08_scorecard.ipynb" in p for p in problems)
+    assert any("no tests/test_ch8.py" in p for p in problems)
+    assert any("no tests/test_exercises_ch8.py" in p for p in problems)
+    assert any("book/intro.md's story has no paragraph '**8." in p for p in problems)
     assert any("_toc.yml lists the notebooks" in p for p in problems)
     problems = registry_problems(ROOT, registry.CHAPTERS[:-1])
     assert any("ch7_end_token.py is not registered" in p for p in problems)
@@ -87,15 +99,18 @@ def test_the_registry_check_names_each_disagreement():
 
 
 def test_every_registered_chapter_loads_and_the_docstrings_name_it():
-    package_doc = (PACKAGE / "__init__.py").read_text(encoding="utf-8")
-    chapters_doc = (PACKAGE / "chapters" / "__init__.py").read_text(encoding="utf-8")
+    import attn_core
+    import attn_core.chapters
+
     for c in registry.CHAPTERS:
         assert c.load().__name__ == c.module_name
         assert c.exercises().__name__ == c.exercises_name
-        assert f":mod:`.{c.module}`" in chapters_doc, f"chapters/__init__.py: {c.module}"
-    first, last = registry.CHAPTERS[0], registry.CHAPTERS[-1]
-    assert f"``{first.module}`` ... ``{last.module}``" in package_doc
-    assert registry.chapter(7) is last
+        assert c.about, f"chapter {c.number} has no 'about' line"
+        line = f"- :mod:`.{c.module}` chapter {c.number}: {c.about}"
+        assert line in attn_core.chapters.__doc__, line
+    assert "{chapters}" not in attn_core.chapters.__doc__
+    assert ":mod:`attn_core.chapters.registry`" in attn_core.__doc__
+    assert registry.chapter(7) is registry.CHAPTERS[-1]
     with pytest.raises(ValueError, match=r"number must be one of the registered chapters"):
         registry.chapter(9)
     with pytest.raises(TypeError, match="number"):
@@ -248,3 +263,80 @@ def test_the_private_name_check_finds_both_forms(tmp_path):
     found = private_crossings(tmp_path, ("attn_core", "scripts"))
     assert [re.sub(r":\d+:", ":", f) for f in found] == [
         "scripts/s.py: from attn_core.a import _x", "scripts/s.py: a._x (attn_core.a)"]
+
+
+# ------------------------------------------------------------- an eighth chapter, throwaway
+def _copy_for_a_new_chapter(tmp_path: Path) -> Path:
+    """The parts of the checkout the chapter checks read, copied."""
+    import shutil
+
+    root = tmp_path / "book-copy"
+    for folder in ("attn_core/chapters", "attn_core/exercises", "notebooks", "tests"):
+        shutil.copytree(ROOT / folder, root / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    (root / "book").mkdir()
+    shutil.copy(ROOT / "book" / "intro.md", root / "book" / "intro.md")
+    shutil.copy(ROOT / "_toc.yml", root / "_toc.yml")
+    return root
+
+
+#: Adding chapter 8, step by step (CONTRIBUTING.md, "Adding a chapter"): what each step
+#: writes, and the words the check's message names it by when the step is forgotten.
+def _steps(root: Path):
+    def module():
+        (root / "attn_core/chapters/ch8_scorecard.py").write_text('"""Chapter 8."""\n')
+
+    def checkers():
+        (root / "attn_core/exercises/ch8.py").write_text('"""Chapter 8\'s checkers."""\n')
+
+    def notebook():
+        shutil_copy = (root / "notebooks/07_end_token.ipynb").read_text()
+        (root / "notebooks/08_scorecard.ipynb").write_text(shutil_copy)
+
+    def chapter_tests():
+        (root / "tests/test_ch8.py").write_text("def test_x():\n    pass\n")
+
+    def exercise_tests():
+        (root / "tests/test_exercises_ch8.py").write_text("def test_x():\n    pass\n")
+
+    def toc():
+        text = (root / "_toc.yml").read_text()
+        (root / "_toc.yml").write_text(text.replace(
+            "  - file: notebooks/07_end_token\n",
+            "  - file: notebooks/07_end_token\n  - file: notebooks/08_scorecard\n"))
+
+    def intro():
+        with open(root / "book/intro.md", "a") as f:
+            f.write("\n**8. The scorecard.** The thesis against every experiment.\n")
+
+    return [(module, "no module attn_core/chapters/ch8_scorecard.py"),
+            (checkers, "no checkers attn_core/exercises/ch8.py"),
+            (notebook, "no notebook notebooks/08_scorecard.ipynb"),
+            (chapter_tests, "no tests/test_ch8.py"),
+            (exercise_tests, "no tests/test_exercises_ch8.py"),
+            (toc, "_toc.yml lists the notebooks"),
+            (intro, "book/intro.md's story has no paragraph '**8.")]
+
+
+def test_an_eighth_chapter_forgotten_in_any_place_is_named(tmp_path):
+    """A throwaway chapter 8 in a copy of the checkout: with every step done the chapter
+    checks pass; with any one step left out they fail, naming that step (and not registering
+    it at all is named too)."""
+    eighth = registry.Chapter(8, "ch8_scorecard", "08_scorecard", "the scorecard")
+    chapters = (*registry.CHAPTERS, eighth)
+    steps = _steps(_copy_for_a_new_chapter(tmp_path / "whole"))
+    root = tmp_path / "whole" / "book-copy"
+    for step, _ in steps:
+        step()
+    assert registry_problems(root, chapters) == []
+    problems = registry_problems(root, registry.CHAPTERS)           # written, not registered
+    assert any("ch8_scorecard.py is not registered" in p for p in problems), problems
+    for i, (_, words) in enumerate(_steps(tmp_path)):
+        where = tmp_path / f"without-{i}"
+        _copy_for_a_new_chapter(where)
+        copy = where / "book-copy"
+        for j, (step, _) in enumerate(_steps(copy)):
+            if j != i:
+                step()
+        problems = registry_problems(copy, chapters)
+        assert problems and all(words in p for p in problems), (words, problems)

@@ -211,10 +211,18 @@ def test_the_test_command_smoke_runs_every_chapter_in_its_order():
     # and the Colab rehearsal take MPLBACKEND out of their kernels' environments)
     assert "MPLBACKEND=agg" in command.split()
     assert "--dist loadfile --no-loadscope-reorder" in " ".join(command.split())
-    listed = re.findall(r"notebooks/(\d\d_\w+)\.ipynb", command)
+    assert '"${stage3[@]}"' in command and "python scripts/stage3_tests.py" in stage
+    import subprocess
+    import sys
+    targets = subprocess.run([sys.executable, str(root / "scripts" / "stage3_tests.py")],
+                             capture_output=True, text=True, check=True).stdout.split()
+    listed = re.findall(r"notebooks/(\d\d_\w+)\.ipynb", " ".join(targets))
     chapters = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert sorted(listed) == [c for c in chapters if not c.startswith("01_")]
-    assert "tests/test_colab_rehearsal.py" in command
+    assert len(listed) == len(set(listed))
+    assert targets[0] == "notebooks/03_ibm1.ipynb" and targets[-1] == "tests/test_built_book.py"
+    assert targets[1:4] == ["tests/test_jupyterlab.py", "tests/test_browser.py",
+                            "tests/test_colab_rehearsal.py"]
 
 
 def test_chapter3s_smoke_run_cuts_the_corpus_and_the_seeds_not_the_shapes(monkeypatch):

@@ -33,11 +33,13 @@ __all__ = ["Chapter", "CHAPTERS", "chapter", "stored_configs", "live_checks", "m
 @dataclass(frozen=True)
 class Chapter:
     """One chapter of the book: ``number``, its module ``attn_core.chapters.<module>``, its
-    notebook ``notebooks/<notebook>.ipynb`` and its checkers ``attn_core.exercises.ch<N>``."""
+    notebook ``notebooks/<notebook>.ipynb``, its checkers ``attn_core.exercises.ch<N>`` and
+    ``about``, what its module holds (the package docstring's line)."""
 
     number: int
     module: str
     notebook: str
+    about: str = ""
 
     @property
     def module_name(self) -> str:
@@ -69,13 +71,18 @@ class Chapter:
 
 #: Every chapter, in the book's order. Adding one: CONTRIBUTING.md, "Adding a chapter".
 CHAPTERS = (
-    Chapter(1, "ch1_gated", "01_gated_classifier"),
-    Chapter(2, "ch2_sen", "02_sen"),
-    Chapter(3, "ch3_ibm1", "03_ibm1"),
-    Chapter(4, "ch4_copy", "04_permutation_copy"),
-    Chapter(5, "ch5_multihead", "05_multihead"),
-    Chapter(6, "ch6_transformer", "06_transformer"),
-    Chapter(7, "ch7_end_token", "07_end_token"),
+    Chapter(1, "ch1_gated", "01_gated_classifier",
+            "the keyword task and the attention LSTM classifier"),
+    Chapter(2, "ch2_sen", "02_sen",
+            "Lu, Mao & Nayak's topic model, SEN, purity, the CNN variant"),
+    Chapter(3, "ch3_ibm1", "03_ibm1",
+            "translation with a hidden dictionary, proxy, KTIW probes, IBM Model 1"),
+    Chapter(4, "ch4_copy", "04_permutation_copy", "the permutation-copy failure"),
+    Chapter(5, "ch5_multihead", "05_multihead",
+            "good and bad heads, and the multi-head rescue"),
+    Chapter(6, "ch6_transformer", "06_transformer",
+            "does a Transformer fail too? An encoder-decoder Transformer on chapter 4's tasks"),
+    Chapter(7, "ch7_end_token", "07_end_token", "why one end token makes permutations hard"),
 )
 
 
