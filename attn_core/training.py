@@ -37,6 +37,8 @@ import contextvars
 import functools
 import hashlib
 import json
+import multiprocessing
+import os
 import time
 import uuid
 import warnings
@@ -495,6 +497,7 @@ class Trainer:
         if dask_client is not None:
             self._fit_on_cluster(jobs, task, probes, bar, finished, dask_client, threads)
             return
+        _start_workers(n_workers)
         parallel = Parallel(n_jobs=n_workers, backend="loky", return_as="generator_unordered")
         tasks = (delayed(_worker_fit)(self, i, job, task, probes, threads)
                  for i, job in enumerate(jobs))
@@ -791,6 +794,33 @@ def _rebuild(model_fn, seeds, member_kwargs, state: dict) -> StackedModule:
     model = model_fn(seeds=seeds, **member_kwargs)
     model.load_state_dict(state)
     return model
+
+
+#: How long the worker processes may take to start and answer a first call (a cold start,
+#: importing torch in each, takes a few seconds) before the engine stops waiting and says so,
+#: instead of a notebook cell sitting idle.
+POOL_START_TIMEOUT_S = 120.0
+#: Seconds each worker's first call sleeps (0; the tests make a pool slow to start with it).
+_PING_DELAY_S = 0.0
+
+
+def _ping(delay: float) -> int:
+    """A worker's first call: its process id, after ``delay`` seconds."""
+    time.sleep(delay)
+    return os.getpid()
+
+
+def _start_workers(n_workers: int) -> None:
+    """Make sure the ``n_workers`` loky processes are up and answer (the same pool the
+    training calls reuse), or raise naming them after :data:`POOL_START_TIMEOUT_S`."""
+    try:
+        Parallel(n_jobs=n_workers, backend="loky", timeout=POOL_START_TIMEOUT_S)(
+            delayed(_ping)(_PING_DELAY_S) for _ in range(n_workers))
+    except (TimeoutError, multiprocessing.TimeoutError):
+        raise RuntimeError(
+            f"the engine's {n_workers} worker processes (joblib/loky) did not start and answer "
+            f"within {POOL_START_TIMEOUT_S:g} s: set ATTN_WORKERS=1 to train in this "
+            f"process instead (bitwise the same numbers), and please report it") from None
 
 
 def _worker_fit(trainer: "Trainer", index: int, job, task, probes, threads: int):

@@ -398,3 +398,22 @@ def test_a_per_member_probe_is_recorded_alike_looped_and_batched_and_named_in_er
     bad = functools.partial(lambda model, batch, n: {"x": torch.zeros(n)}, n=5)
     with pytest.raises(ValueError, match=r"probe .*<lambda> returned 'x' with shape \(5,\)"):
         _fit_with(bad, "batched")
+
+
+def test_a_worker_pool_that_does_not_start_is_named_not_waited_for(monkeypatch):
+    """The engine waits POOL_START_TIMEOUT_S for its worker processes to answer a first
+    call, then says which pool did not start and what to do (a chapter's first run in a
+    kernel once sat idle for 600 s: with this it cannot sit silent)."""
+    import time
+
+    from attn_core import training as tr
+
+    tr._start_workers(2)                                  # a pool that starts: no error
+    monkeypatch.setattr(tr, "POOL_START_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(tr, "_PING_DELAY_S", 5.0)          # workers that take 5 s to answer
+    t0 = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"the engine's 2 worker processes \(joblib/loky\) "
+                                           r"did not start and answer within 0\.5 s: set "
+                                           r"ATTN_WORKERS=1"):
+        tr._start_workers(2)
+    assert time.perf_counter() - t0 < 4.5                   # it did not wait for them
