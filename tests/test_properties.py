@@ -18,6 +18,7 @@ to the temporary folder, not the clone.
 
 from __future__ import annotations
 
+import functools
 import re
 import tempfile
 from pathlib import Path
@@ -34,6 +35,7 @@ from hypothesis import strategies as st  # noqa: E402
 # every module _get() reads an entry point from (by name: older checkouts may lack some)
 from attn_core import claims, data, metrics, models, theory, training  # noqa: E402,F401
 from attn_core.chapters import ch4_copy, ch5_multihead, ch6_transformer  # noqa: E402,F401
+from attn_core.chapters import ch7_end_token  # noqa: E402,F401
 
 EXAMPLES = 8    # per parameter: ~1,000 calls in the unit stage (scripts/api_probe.py: 14)
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
@@ -165,6 +167,15 @@ EXECUTIONS = _const(training, "EXECUTIONS", ("auto", "batched", "looped"))
 OPS = _const(claims, "OPS", (">", ">=", "<", "<=", "==", "in"))
 POSITIONS = _const(ch6_transformer, "POSITIONS", ("learned",))
 NORMS = _const(ch6_transformer, "NORMS", ("pre", "post"))
+SWEEP6 = tuple(_const(ch6_transformer, "SWEEP_CONDITIONS", {"learned": None}))
+FULL6 = _const(ch6_transformer, "FULL_CONDITIONS", ("learned",))
+CONDITIONS7 = tuple(_const(ch7_end_token, "CONDITIONS", {"both": None}))
+SWEEP7 = tuple(_const(ch7_end_token, "SWEEP_ROWS", {"both, L=20": None}))
+TRANSFORMER7 = tuple(_const(ch7_end_token, "TRANSFORMER_ROWS", {"1 head, none": None}))
+RESCUE7 = tuple(_const(ch7_end_token, "RESCUE_ROWS", {"1 head, none": None}))
+PUSH7 = _const(ch7_end_token, "PUSH_ROWS", ("both, L=20",))
+HELD_OUT7 = _const(ch7_end_token, "HELD_OUT_ROWS", ("none, L=20",))
+CLASSES7 = _const(ch7_end_token, "POSITION_CLASSES", ())
 
 
 _CLAIM = dict(id="X1", statement="s", kind="identity", measured=1.0, op=">=", threshold=0.5)
@@ -178,6 +189,37 @@ def _claim(**kw):
 
 _CLASSIFIER = _get("models.AttentionClassifier")(vocab=4, embed=2, hidden=2)
 _SEQ2SEQ = _get("models.Seq2Seq")(vocab=5, embed=2, hidden=2)
+
+
+def _closing(fn):
+    """``fn`` (which draws a Figure) with its Figure closed: the valid calls draw one each."""
+    if fn is None:
+        return None
+
+    @functools.wraps(fn)
+    def call(**kwargs):
+        import matplotlib.pyplot as plt
+        plt.close(fn(**kwargs))
+
+    return call
+
+
+# chapters 6 and 7: the stored rows' smallest valid forms (two runs, evaluated at 0 and 300)
+_ROWS6 = {"learned": {"eval_steps": [0, 300], "token_acc": [[0.1, 0.99]]}}
+_INITIAL6 = {"learned": {"token_acc": [[0.0]], "attn_acc": [[0.0]], "beta_align": [[0.0]]}}
+_ROW7 = {"eval_steps": [0, 300], "copy_acc": [[0.1, 0.99], [0.2, 0.5]],
+         **{f"mass_{c}": [[0.2, 0.2], [0.1, 0.1]] for c in CLASSES7}}
+_ROWS7 = {name: _ROW7 for name in SWEEP7}
+_PUSHES7 = {"both, L=20": {"seeds": [0, 1], "push_diag_copy": [0.1, -0.2]}}
+_HELD7 = {"none, L=20": {"copy_acc": [[0.1, 0.99], [0.1, 0.2]], "push_diag_copy": [0.3, -0.1]}}
+#: the scalar fields of chapter 6's TransformerCopyConfig (and of chapter 7's subclass);
+#: pos_std and emb_std may be 0 (its nonnegative_floats)
+_TRANSFORMER_FIELDS = dict(
+    length=Int(1), d_model=Int(1), heads=Int(1), d_ff=Int(1), pos_std=Real(0), emb_std=Real(0),
+    shared_positions=BOOL, eos=BOOL,
+    positions=Choice(*POSITIONS), norm=Choice(*NORMS), attention=Choice(*MODES),
+    execution=Choice(*EXECUTIONS), batch_size=Int(1), steps=Int(1), lr=Real(0, low_open=True),
+    eval_every=Int(1), eval_batch_size=Int(1))
 
 
 def _classify(x):
@@ -272,14 +314,95 @@ API = [
      dict(base_seed=Int(0), head_proj=BOOL, n_candidates=Int(1),
           good=Real(0.6, 1, True, True), bad=Real(0, 0.95, True, True), n_combinations=Int(1))),
     ("ch6_transformer.TransformerCopyConfig", _get("ch6_transformer.TransformerCopyConfig"), dict(),
-     dict(length=Int(1), d_model=Int(1), pos_std=Real(0, low_open=True),
-          emb_std=Real(0, low_open=True), shared_positions=BOOL,
-          positions=Choice(*POSITIONS), norm=Choice(*NORMS),
-          steps=Int(1), lr=Real(0, low_open=True))),
+     _TRANSFORMER_FIELDS),
     ("ch6_transformer.position_logits", _get("ch6_transformer.position_logits"),
      dict(sigma=1.0, d_model=8, heads=2, n_positions=4, draws=2),
      dict(sigma=Real(0, low_open=True), d_model=Int(1), heads=Int(1), n_positions=Int(2),
           draws=Int(1), seed=Int(0))),
+    ("ch6_transformer.sinusoidal_positions", _get("ch6_transformer.sinusoidal_positions"),
+     dict(n=4, d=8), dict(n=Int(1), d=Int(1))),
+    ("ch6_transformer.MultiHeadAttention", _get("ch6_transformer.MultiHeadAttention"),
+     dict(d=4, heads=2), dict(d=Int(1), heads=Int(1))),
+    ("ch6_transformer.TransformerSeq2Seq", _get("ch6_transformer.TransformerSeq2Seq"),
+     dict(vocab=5, d_model=4, heads=2, d_ff=4, max_len=8),
+     dict(vocab=Int(2), d_model=Int(1), heads=Int(1), d_ff=Int(1), max_len=Int(1),
+          positions=Choice(*POSITIONS), norm=Choice(*NORMS), attention=Choice(*MODES),
+          pos_std=Real(0), emb_std=Real(0), shared_positions=BOOL)),
+    ("ch6_transformer.StackedTransformer", _get("ch6_transformer.StackedTransformer"),
+     dict(vocab=5, d_model=4, heads=2, d_ff=4, max_len=8),
+     dict(vocab=Int(2), d_model=Int(1), heads=Int(1), positions=Choice(*POSITIONS),
+          norm=Choice(*NORMS), attention=Choice(*MODES), pos_std=Real(0),
+          shared_positions=BOOL)),
+    ("ch6_transformer.sweep_config", _get("ch6_transformer.sweep_config"),
+     dict(name="learned"), dict(name=Choice(*SWEEP6))),
+    ("ch6_transformer.live_config", _get("ch6_transformer.live_config"),
+     dict(name="learned"), dict(name=Choice(*SWEEP6), n=Int(1))),
+    ("ch6_transformer.full_sweep_config", _get("ch6_transformer.full_sweep_config"),
+     dict(name="learned"), dict(name=Choice(*FULL6))),
+    ("ch6_transformer.lstm_reference", _get("ch6_transformer.lstm_reference"), dict(step=300),
+     dict(step=Int(0))),
+    ("ch6_transformer.check_initial", _get("ch6_transformer.check_initial"),
+     dict(rows=_INITIAL6, names=["learned"], n=1), dict(n=Opt(Int(1)))),
+    ("ch6_transformer.draw_position_logits",
+     _closing(_get("ch6_transformer.draw_position_logits")), dict(sigma=1.0),
+     dict(sigma=Real(0, low_open=True), heads=Int(1))),
+    ("ch6_transformer.draw_success_counts",
+     _closing(_get("ch6_transformer.draw_success_counts")),
+     dict(rows=_ROWS6, step=300, count=lambda row, level, step: 1, names=["learned"]),
+     dict(step=Int(0))),
+    ("ch7_end_token.EndTokenConfig", _get("ch7_end_token.EndTokenConfig"), dict(),
+     dict(length=Int(1), eos=BOOL, eos_side=Choice("both", "source", "target"), start=BOOL,
+          mask_end=BOOL, end_loss=BOOL, end_score_grad=BOOL, end_state_grad=BOOL,
+          mask_start=BOOL, min_length=Opt(Int(1, 20)), push=BOOL, cell=Choice("lstm", "gru"),
+          attention=Choice(*MODES), execution=Choice(*EXECUTIONS), embed=Int(1),
+          hidden=Int(1), heads=Int(1), head_proj=BOOL, bias=BOOL,
+          permutation_seed=Opt(Int(0)), batch_size=Int(1), steps=Int(1),
+          lr=Real(0, low_open=True), eval_every=Int(1), eval_batch_size=Int(1))),
+    ("ch7_end_token.EndTransformerConfig", _get("ch7_end_token.EndTransformerConfig"), dict(),
+     _TRANSFORMER_FIELDS),
+    ("ch7_end_token.condition_config", _get("ch7_end_token.condition_config"),
+     dict(name="both"),
+     dict(name=Choice(*CONDITIONS7), length=Int(2), task=Choice("permutation", "control"))),
+    ("ch7_end_token.row_name", _get("ch7_end_token.row_name"), dict(name="both"),
+     dict(name=Choice(*CONDITIONS7), length=Int(2), task=Choice("permutation", "control"))),
+    ("ch7_end_token.sweep_config", _get("ch7_end_token.sweep_config"), dict(row="both, L=20"),
+     dict(row=Choice(*SWEEP7))),
+    ("ch7_end_token.live_config", _get("ch7_end_token.live_config"), dict(row="both, L=20"),
+     dict(row=Choice(*SWEEP7), n=Int(1))),
+    ("ch7_end_token.transformer_config", _get("ch7_end_token.transformer_config"),
+     dict(row="1 head, none"), dict(row=Choice(*TRANSFORMER7))),
+    ("ch7_end_token.rescue_config", _get("ch7_end_token.rescue_config"),
+     dict(row="1 head, none"), dict(row=Choice(*RESCUE7))),
+    ("ch7_end_token.push_config", _get("ch7_end_token.push_config"), dict(row="both, L=20"),
+     dict(row=Choice(*PUSH7))),
+    ("ch7_end_token.held_out_config", _get("ch7_end_token.held_out_config"),
+     dict(row="none, L=20"), dict(row=Choice(*HELD_OUT7))),
+    ("ch7_end_token.successes", _get("ch7_end_token.successes"), dict(row=_ROW7),
+     dict(level=Real(0, 1), step=Opt(Int(0)))),
+    ("ch7_end_token.compare", _get("ch7_end_token.compare"),
+     dict(rows=_ROWS7, a="both, L=20", b="none, L=20"), dict(level=Real(0, 1))),
+    ("ch7_end_token.mass_by_outcome", _get("ch7_end_token.mass_by_outcome"), dict(row=_ROW7),
+     dict(level=Real(0, 1))),
+    ("ch7_end_token.ablation_table", _get("ch7_end_token.ablation_table"), dict(rows=_ROWS7),
+     dict(level=Real(0, 1))),
+    ("ch7_end_token.first_seeds_p", _get("ch7_end_token.first_seeds_p"),
+     dict(rows=_ROWS7, n=2), dict(n=Int(1, 40))),
+    ("ch7_end_token.draw_seeds", _closing(_get("ch7_end_token.draw_seeds")),
+     dict(rows=_ROWS7, n=2), dict(n=Int(1, 40))),
+    ("ch7_end_token.draw_ablations", _closing(_get("ch7_end_token.draw_ablations")),
+     dict(rows=_ROWS7), dict(level=Real(0, 1))),
+    ("ch7_end_token.CopyOnly", _get("ch7_end_token.CopyOnly"), dict(vocab=20),
+     dict(vocab=Int(1))),
+    ("ch7_end_token.outcome_auc", _get("ch7_end_token.outcome_auc"),
+     dict(score=[1.0, 2.0, 3.0], ok=np.array([True, False, True]), shuffles=10),
+     dict(shuffles=Int(1), seed=Int(0))),
+    ("ch7_end_token.push_prediction", _get("ch7_end_token.push_prediction"),
+     dict(pushes=_PUSHES7, rows=_ROWS7), dict(level=Real(0, 1))),
+    ("ch7_end_token.draw_push", _closing(_get("ch7_end_token.draw_push")),
+     dict(pushes=_PUSHES7, rows=_ROWS7), dict(level=Real(0, 1))),
+    ("ch7_end_token.held_out_auc", _get("ch7_end_token.held_out_auc"),
+     dict(rows=_HELD7, shuffles=10),
+     dict(level=Real(0, 1), step=Choice("first", "last"), shuffles=Int(1), seed=Int(0))),
 ]
 
 CASES = [pytest.param(fn, valid, name, kind, id=f"{label}-{name}")
