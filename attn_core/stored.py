@@ -61,7 +61,8 @@ __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOK
            "build_envelope", "check_record", "differences", "run_check", "step_cap",
            "write_envelopes", "config_record", "load_envelope", "platform", "ROWS",
            "platform_key", "stored_path", "stored_run", "store", "verify_file",
-           "write_manifest", "write_json", "load_entry", "load_rows"]
+           "write_manifest", "write_json", "load_entry", "load_rows", "check_row_inputs",
+           "check_path"]
 
 _PACKAGE = Path(__file__).resolve().parent
 #: Where stored entries live (inside the package, so a pip install carries them).
@@ -223,6 +224,9 @@ def load_rows(path, package_file: Path, configs: dict, maker: str, script: str,
     for what, fn in (("make_row", make_row), ("check_row", check_row)):
         if not callable(fn):
             raise TypeError(f"{what} must be callable; got {type(fn).__name__}")
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or Path) or None (the package's own "
+                        f"file); got {type(path).__name__} {path!r:.40}")
     if path is None and env_stored() == "off":
         return {name: make_row(cfg, cfg.run()) for name, cfg in configs.items()}
     package_file = Path(package_file)
@@ -245,6 +249,28 @@ def load_rows(path, package_file: Path, configs: dict, maker: str, script: str,
                              f"{script} to recompute it")
         check_row(path, name, rows[name], cfg, script)
     return rows
+
+
+def check_row_inputs(cfg, h, kind: type, metrics=(), probes=()) -> None:
+    """A row builder's inputs: ``cfg`` a ``kind`` config and ``h`` the History of its run,
+    recording ``metrics`` and ``probes``; TypeError or ValueError naming ``cfg`` or ``h``."""
+    if not isinstance(cfg, kind):
+        raise TypeError(f"cfg must be a {kind.__name__}; got {type(cfg).__name__}")
+    if not isinstance(h, History):
+        raise TypeError(f"h must be the History of cfg's run; got {type(h).__name__}")
+    for group, keys in (("metrics", metrics), ("probes", probes)):
+        missing = [k for k in keys if k not in getattr(h, group)]
+        if missing:
+            raise ValueError(f"h must record the {group} {missing} (a run of cfg records "
+                             f"them); it has {sorted(getattr(h, group))}")
+
+
+def check_path(name: str, path) -> Path:
+    """``path`` (a str or os.PathLike) as a Path; TypeError naming ``name`` otherwise."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path (str or Path); got "
+                        f"{type(path).__name__} {path!r:.40}")
+    return Path(path)
 
 
 # ------------------------------------------------------------------------------- entries

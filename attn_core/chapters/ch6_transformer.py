@@ -61,7 +61,8 @@ from ..checks import (check_bool, check_choice, check_dim, check_indices, check_
 from ..data import CopyTask
 from ..metrics import fisher_exact
 from ..models import ATTENTION_MODES, Seq2SeqObjective
-from ..stored import CheckReport, config_record, load_rows, worst_live_check
+from ..stored import (CheckReport, check_row_inputs, config_record, load_rows,
+                      worst_live_check)
 from ..training import eval_batch, eval_schedule, member_tasks
 from ..stacked import StackedModule, generators
 from ._experiment import Experiment
@@ -88,7 +89,13 @@ NORMS = ("pre", "post")
 
 def sinusoidal_positions(n: int, d: int, device=None) -> Tensor:
     """Vaswani et al.'s table (n, d): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...)."""
-    n, d = check_int("n", n), check_int("d", d)
+    n, d = check_dim("n", n), check_dim("d", d)
+    if device is not None:
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise ValueError(f"device must be None or a torch device ('cpu', 'cuda', ...); "
+                             f"got {device!r} ({e})") from None
     pos = torch.arange(n, dtype=torch.float32, device=device)[:, None]
     freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32, device=device)
                      * (-math.log(10000.0) / d))
@@ -99,6 +106,21 @@ def sinusoidal_positions(n: int, d: int, device=None) -> Tensor:
 
 
 # ------------------------------------------------------------------ the model, readable
+def _check_bias(bias, K: int, T: int, L: int) -> None:
+    """An attention bias: None, or a float tensor that broadcasts to (K, T, L)."""
+    if bias is None:
+        return
+    if not isinstance(bias, Tensor) or not bias.is_floating_point():
+        raise TypeError(f"bias must be None or a float tensor (K, T, L) = ({K}, {T}, {L}); "
+                        f"got {type(bias).__name__}")
+    try:
+        if torch.broadcast_shapes(bias.shape, (K, T, L)) != (K, T, L):
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(f"bias must broadcast to (K, T, L) = ({K}, {T}, {L}); got shape "
+                         f"{tuple(bias.shape)}") from None
+
+
 def _check_attention(d: int, x_q, x_k, x_v, causal, uniform) -> None:
     """:class:`MultiHeadAttention`'s inputs: widths, batches and lengths that fit, named
     (they reached torch's own errors, and a causal mask over unequal lengths was applied as
@@ -115,6 +137,9 @@ def _check_attention(d: int, x_q, x_k, x_v, causal, uniform) -> None:
     if x_k.shape[1] != x_v.shape[1]:
         raise ValueError(f"x_k and x_v must have one length (the positions attended); got "
                          f"{x_k.shape[1]} and {x_v.shape[1]}")
+    if x_k.shape[1] == 0 or x_q.shape[1] == 0:
+        raise ValueError(f"x_q, x_k and x_v must hold at least one position each; got lengths "
+                         f"{x_q.shape[1]}, {x_k.shape[1]}")
     if causal and x_q.shape[1] != x_k.shape[1]:
         raise ValueError(f"causal=True masks a sequence's later steps from its earlier ones: "
                          f"x_q and x_k must have one length; got {x_q.shape[1]} and "
@@ -145,6 +170,7 @@ class MultiHeadAttention(nn.Module):
         _check_attention(self.q.in_features, x_q, x_k, x_v, causal, uniform)
         B, T, d = x_q.shape
         L, K = x_k.shape[1], self.heads
+        _check_bias(bias, K, T, L)
         q = self.q(x_q).view(B, T, K, d // K).transpose(1, 2)  # (B, K, T, d_k)
         k = self.k(x_k).view(B, L, K, d // K).transpose(1, 2)  # (B, K, L, d_k)
         v = self.v(x_v).view(B, L, K, d // K).transpose(1, 2)  # (B, K, L, d_k)
@@ -628,6 +654,8 @@ def sweep_row(cfg: TransformerCopyConfig, h) -> dict:
     """A stored sweep row from the History ``h`` of ``cfg``: its configuration, seeds,
     evaluation steps, and every evaluation's token accuracy, attention accuracy and β
     alignment (rounded to 4 decimals), with their final and best values."""
+    check_row_inputs(cfg, h, TransformerCopyConfig, ("token_acc", "attn_acc"),
+                     ("beta_align_acc",))
     acc, att = h.metrics["token_acc"], h.metrics["attn_acc"]
     beta = h.probes["beta_align_acc"]
     return {
@@ -663,6 +691,8 @@ def _check_row(path, name: str, row, cfg: TransformerCopyConfig,
 def check_row_arrays(path, name: str, row: dict, shapes: dict, fix: str) -> None:
     """ValueError naming the stored file ``path`` and ``fix`` unless every key of ``shapes``
     is in ``row`` as a finite numeric array of that shape."""
+    if not isinstance(shapes, dict):
+        raise TypeError(f"shapes must be a dict key -> shape; got {type(shapes).__name__}")
     for k, shape in shapes.items():
         try:
             a = np.asarray(row[k], dtype=float)
@@ -772,10 +802,18 @@ def check_initial(rows: dict, names: Sequence[str] | None = None,
     all) of each of ``names`` (default every condition of ``rows``). Rounding (4 decimals)
     and the order of float sums can move an argmax tie by a token or so; another
     initialisation, task or model moves tens to hundreds (``tests/test_ch6.py``)."""
+    if not isinstance(rows, dict):
+        raise TypeError(f"rows must be the stored sweep (a dict name -> row, load_sweep); "
+                        f"got {type(rows).__name__}")
     worst = 0.0
     for name in (rows if names is None else names):
         cfg = sweep_config(name) if n is None else live_config(name, n)
+        if name not in rows:
+            raise ValueError(f"rows has no row {name!r} (names must be rows of rows)")
         now = initial_evaluation(cfg)
+        missing = [k for k in now if k not in rows[name]]
+        if missing:
+            raise ValueError(f"rows[{name!r}] must hold {missing} (a sweep row, sweep_row)")
         tokens = cfg.eval_batch_size * (cfg.length + cfg.eos)
         for key, value in now.items():
             stored_0 = np.asarray(rows[name][key], dtype=float)[:len(cfg.seeds), 0]
@@ -792,6 +830,7 @@ def lstm_reference(step: int = 300) -> dict:
     The permutation runs train 400 steps (:data:`~attn_core.chapters.ch4_copy.
     PERMUTATION_LONG`); their first 300 steps are the 300-step run."""
     from ..stored import load_entry
+    step = check_int("step", step, 0)
     base = PERMUTATION_LONG.fast
     out = {}
     for name, cfg in (("permutation", base),
@@ -909,8 +948,12 @@ def position_logits(sigma: float, d_model: int = 64, heads: int = 4,
     K = check_int("heads", heads)
     if d % K:
         raise ValueError(f"d_model ({d}) must be a multiple of heads ({K})")
-    n = check_int("n_positions", n_positions, 2)
-    draws = check_int("draws", draws)
+    n = check_int("n_positions", n_positions, 2, 1024)
+    draws = check_int("draws", draws, 1)
+    if draws * n * (n - 1) > 10 ** 8:
+        raise ValueError(f"draws must keep draws · n_positions · (n_positions - 1) samples at "
+                         f"most 10^8 ({10 ** 8 // (n * (n - 1)):,} draws for n_positions={n}); "
+                         f"got {draws:,}")
     seed = check_int("seed", seed, 0)
     dk = d // K
     rng = np.random.default_rng(seed)
@@ -993,6 +1036,9 @@ def draw_success_counts(rows: dict, step: int, count, names: Sequence[str] = WHA
     names = [check_choice(f"names[{i}]", n, tuple(rows)) for i, n in enumerate(names)]
     step = check_int("step", step, 0)
     for n in names:
+        if not isinstance(rows[n], dict) or not {"eval_steps", "token_acc"} <= set(rows[n]):
+            raise ValueError(f"rows[{n!r}] must be a sweep row with 'eval_steps' and "
+                             f"'token_acc' (sweep_row)")
         if step not in rows[n]["eval_steps"]:
             raise ValueError(f"step must be an evaluation step of the rows "
                              f"({rows[n]['eval_steps']}); got {step}")

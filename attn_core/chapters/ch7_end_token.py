@@ -27,7 +27,8 @@ from ..config import Preset, first_seeds
 from ..data import CopyTask, EndToken
 from ..metrics import fisher_exact, wilson_interval
 from ..models import forward_masks
-from ..stored import CheckReport, atomic_write, config_record, load_rows, worst_live_check
+from ..stored import (CheckReport, atomic_write, check_path, check_row_inputs, config_record,
+                      load_rows, worst_live_check)
 from ..training import eval_schedule
 from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
 from .ch5_multihead import RESCUE, HeadsRun
@@ -327,6 +328,7 @@ def sweep_row(cfg: EndTokenConfig, h) -> dict:
     """A stored sweep row from the History ``h`` of ``cfg``: its configuration, seeds,
     evaluation steps and every evaluation's :data:`ROW_METRICS` and :data:`ROW_PROBES`
     (each (seeds, evaluations), rounded to 4 decimals)."""
+    check_row_inputs(cfg, h, EndTokenConfig, ROW_METRICS, ROW_PROBES)
     r = {"config": config_record(cfg), "seeds": list(cfg.seeds),
          "eval_steps": np.asarray(h.eval_steps).tolist()}
     for k in ROW_METRICS:
@@ -365,11 +367,16 @@ def write_sweep(rows: dict, path: str | Path = SWEEP_FILE, note: str = "") -> Pa
     if not isinstance(rows, dict) or not rows:
         raise TypeError(f"rows must be a non-empty dict of sweep rows; got "
                         f"{type(rows).__name__}")
+    path = check_path("path", path)
     data = dict(rows)
     if note:
         data["_about"] = str(note)
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
-    atomic_write(Path(path), lambda f: f.write(text), binary=False)
+    try:
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    except ValueError:
+        raise ValueError("rows must hold finite numbers only: JSON has no NaN or infinity "
+                         "(a diverged run? its row cannot be stored)") from None
+    atomic_write(path, lambda f: f.write(text), binary=False)
     return Path(path)
 
 
@@ -405,6 +412,9 @@ def successes(row: dict, level: float = SUCCESS_LEVEL, step: int | None = None,
         raise TypeError(f"row must be a sweep row (a dict with eval_steps and {key!r})")
     level = check_real("level", level, 0.0, 1.0)
     steps = list(row["eval_steps"])
+    if np.ndim(row[key]) != 2 or np.shape(row[key])[1] != len(steps):
+        raise ValueError(f"row[{key!r}] must be (runs, evaluations) = (runs, {len(steps)}); "
+                         f"got shape {np.shape(row[key])}")
     if step is None:
         j = len(steps) - 1
     else:
@@ -420,6 +430,9 @@ def successes(row: dict, level: float = SUCCESS_LEVEL, step: int | None = None,
 def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL) -> dict:
     """Row ``a`` against row ``b`` of ``rows``: each one's successes ``k``/``n``, rate and
     95 % Wilson interval, and Fisher's exact two-sided ``p`` of the difference."""
+    if not isinstance(rows, dict):
+        raise TypeError(f"rows must be the stored sweep (a dict of rows); got "
+                        f"{type(rows).__name__}")
     for name, label in ((a, "a"), (b, "b")):
         if name not in rows:
             raise ValueError(f"{label} must be a row of rows; got {name!r}")
@@ -556,6 +569,10 @@ def mass_by_outcome(row: dict, level: float = SUCCESS_LEVEL) -> dict:
     "failed": ...} (None for an outcome no run had), and "n": the two counts."""
     if not isinstance(row, dict) or "copy_acc" not in row:
         raise TypeError("row must be a sweep row")
+    missing = [f"mass_{c}" for c in POSITION_CLASSES if f"mass_{c}" not in row]
+    if missing:
+        raise ValueError(f"row must be a sweep row with the attention's mass by class: it "
+                         f"lacks {missing}")
     ok = np.asarray(row["copy_acc"], dtype=float)[:, -1] > check_real("level", level, 0, 1)
     out = {"n": {"succeeded": int(ok.sum()), "failed": int((~ok).sum())}}
     for c in POSITION_CLASSES:
@@ -601,11 +618,20 @@ def draw_runs(rows: dict, names: Sequence[str], live: dict | None = None,
     evaluated at the same steps; the success level dotted."""
     import matplotlib.pyplot as plt
 
-    if isinstance(names, str):
-        raise TypeError("names must be a sequence of row names, not one string")
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise TypeError(f"names must be a sequence of row names; got {type(names).__name__}")
     names = list(names)
+    if not names:
+        raise ValueError("names must name at least one row of rows")
     _check_rows(rows, names)
+    missing = [n for n in names if key not in rows[n]]
+    if missing:
+        raise ValueError(f"key must be a series every row of names records; {missing} "
+                         f"lack {key!r}")
     live = {} if live is None else live
+    if not isinstance(live, dict):
+        raise TypeError(f"live must be None or a dict row -> History; got "
+                        f"{type(live).__name__}")
     fig, axes = plt.subplots(len(names), 1, figsize=(4.6, 2.6 * len(names) + 0.8),
                              sharex=True, sharey=True, layout="constrained", squeeze=False)
     for ax, name in zip(axes[:, 0], names):
@@ -677,6 +703,9 @@ def first_seeds_p(rows: dict, n: int, p_fn=fisher_exact) -> dict:
         raise TypeError(f"p_fn must be callable (k1, n1, k2, n2) -> p; got "
                         f"{type(p_fn).__name__}")
     _check_rows(rows, [r for _, a, b in SEED_COMPARISONS for r in (a, b)])
+    runs = min(len(rows[r]["copy_acc"]) for _, a, b in SEED_COMPARISONS for r in (a, b))
+    if n > runs:
+        raise ValueError(f"n must be at most the {runs} runs the compared rows hold; got {n}")
     out = {}
     for label, a, b in SEED_COMPARISONS:
         k = [int((np.asarray(rows[r]["copy_acc"], dtype=float)[:n, -1]
@@ -771,6 +800,7 @@ def _rounded(h, keys) -> dict:
 def transformer_row(cfg, h) -> dict:
     """A stored Transformer row: configuration, seeds, evaluation steps and every
     evaluation's copy, token and attention accuracy (4 decimals)."""
+    check_row_inputs(cfg, h, EndTransformerConfig, ("token_acc", "attn_acc"), ("copy_acc",))
     return {"config": config_record(cfg), "seeds": list(cfg.seeds),
             "eval_steps": np.asarray(h.eval_steps).tolist(),
             **_rounded(h, _TRANSFORMER_KEYS)}
@@ -864,6 +894,7 @@ def rescue_row(cfg: EndHeadsRun, h) -> dict:
     """A stored rescue row: configuration, seeds (the runs' indices), evaluation steps and
     every evaluation's copy and token accuracy and each head's attention accuracy (4
     decimals)."""
+    check_row_inputs(cfg, h, EndHeadsRun, ("token_acc",), ("copy_acc", "head_attn_acc"))
     return {"config": config_record(cfg), "seeds": _rescue_runs(cfg),
             "eval_steps": np.asarray(h.eval_steps).tolist(), **_rounded(h, _RESCUE_KEYS)}
 
@@ -921,8 +952,10 @@ def _first_step(cfg: EndTokenConfig) -> EndTokenConfig:
 def push_row(cfg: EndTokenConfig, h) -> dict:
     """A stored push row: configuration, seeds and every seed's step-0 push of the copied
     words' loss on the diagonal margin, ``push_diag_copy`` (full float precision)."""
+    check_row_inputs(cfg, h, EndTokenConfig)
     if list(h.eval_steps)[:1] != [0]:
         raise ValueError("h must begin with its evaluation at step 0")
+    check_row_inputs(cfg, h, EndTokenConfig, probes=("push_diag_copy",))
     return {"config": config_record(cfg), "seeds": list(cfg.seeds),
             "push_diag_copy": [float(v) for v in np.asarray(h.probes["push_diag_copy"])[:, 0]]}
 
@@ -997,7 +1030,7 @@ def outcome_auc(score, ok, shuffles: int = 20000, seed: int = 0) -> tuple[float,
     if ok.all() or not ok.any():
         raise ValueError("ok must hold runs that succeed and runs that fail: the AUC "
                          "compares the two")
-    shuffles = check_int("shuffles", shuffles, 1)
+    shuffles = check_int("shuffles", shuffles, 1, 10 ** 7)   # (shuffles, runs) draws in memory
     seed = check_int("seed", seed, 0)
     a, null = _auc_and_null(score, ok, shuffles, np.random.default_rng(seed))
     p = float((1 + (np.abs(null - 0.5) >= abs(a - 0.5) - 1e-12).sum()) / (1 + shuffles))
@@ -1023,6 +1056,11 @@ def push_prediction(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL) -> d
         raise TypeError("pushes must be the stored push rows (load_push): it holds none")
     _check_rows(rows, names)
     level = check_real("level", level, 0.0, 1.0)
+    lacking = [n for n in names if not isinstance(pushes[n], dict)
+               or "push_diag_copy" not in pushes[n]]
+    if lacking:
+        raise ValueError(f"pushes must be push rows with 'push_diag_copy' (push_row); "
+                         f"{lacking} lack it")
     out = {}
     for name in names:
         row = pushes[name]
@@ -1116,6 +1154,7 @@ def held_out_row(cfg: EndTokenConfig, h) -> dict:
     at its last evaluation (``copy_acc``, (runs, 2), from ``h``, the trained runs) and its
     step-0 push (computed here: the same runs' first step, probed as :func:`push_config`
     probes)."""
+    check_row_inputs(cfg, h, EndTokenConfig, probes=("copy_acc",))
     push = _first_step(cfg).run(progress=False)
     acc = np.asarray(h.probes["copy_acc"], dtype=float)[:, [0, -1]]
     return {"config": config_record(cfg), "seeds": list(cfg.seeds),
@@ -1163,7 +1202,7 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
         raise TypeError("rows must be the stored held-out rows (load_held_out)")
     level = check_real("level", level, 0.0, 1.0)
     j = {"first": 0, "last": -1}[check_choice("step", step, ("first", "last"))]
-    shuffles = check_int("shuffles", shuffles, 1)
+    shuffles = check_int("shuffles", shuffles, 1, 10 ** 7)   # (shuffles, runs) draws in memory
     rng = np.random.default_rng(check_int("seed", seed, 0))
     out, aucs, nulls = {}, [], []
     for name in names:
