@@ -34,6 +34,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 # every module _get() reads an entry point from (by name: older checkouts may lack some)
 from attn_core import claims, data, metrics, models, theory, training  # noqa: E402,F401
+from attn_core.chapters import ch1_gated, ch2_sen, ch3_ibm1  # noqa: E402,F401
 from attn_core.chapters import ch4_copy, ch5_multihead, ch6_transformer  # noqa: E402,F401
 from attn_core.chapters import ch7_end_token  # noqa: E402,F401
 
@@ -165,6 +166,10 @@ def _const(module, name: str, default: tuple) -> tuple:
 MODES = _const(models, "ATTENTION_MODES", ("learned", "uniform"))
 EXECUTIONS = _const(training, "EXECUTIONS", ("auto", "batched", "looped"))
 OPS = _const(claims, "OPS", (">", ">=", "<", "<=", "==", "in"))
+CLASSIFIERS = _const(models, "CLASSIFIERS", ("FC", "TC", "TL"))
+REDUCTIONS = _const(models, "HEAD_REDUCTIONS", ("mean", "sum"))
+OPTIMIZERS = tuple(_const(training, "OPTIMIZERS", ("adam", "sgd")))
+TRANSLATION3 = _const(ch3_ibm1, "TRANSLATION_ATTENTION", ("learned", "uniform"))
 POSITIONS = _const(ch6_transformer, "POSITIONS", ("learned",))
 NORMS = _const(ch6_transformer, "NORMS", ("pre", "post"))
 SWEEP6 = tuple(_const(ch6_transformer, "SWEEP_CONDITIONS", {"learned": None}))
@@ -220,6 +225,15 @@ _TRANSFORMER_FIELDS = dict(
     positions=Choice(*POSITIONS), norm=Choice(*NORMS), attention=Choice(*MODES),
     execution=Choice(*EXECUTIONS), batch_size=Int(1), steps=Int(1), lr=Real(0, low_open=True),
     eval_every=Int(1), eval_batch_size=Int(1))
+
+#: the scalar fields of chapter 1's KeywordConfig (and of chapter 3's subclass)
+_KEYWORD_FIELDS = dict(
+    length=Int(2), vocab=Int(2), embed=Int(1), hidden=Int(1), attention=Choice(*MODES),
+    optimizer=Choice(*OPTIMIZERS), lr=Real(0, low_open=True), batch_size=Int(1), steps=Int(1),
+    eval_every=Int(1), eval_batch_size=Int(1), bidirectional=BOOL)
+#: the scalar fields of chapter 5's HeadsRun (and of chapter 7's subclass)
+_HEADS_FIELDS = dict(base_seed=Int(0), head_proj=BOOL, head_reduce=Choice(*REDUCTIONS))
+_POSITIVE_REAL = Real(0, low_open=True)
 
 
 def _classify(x):
@@ -304,12 +318,39 @@ API = [
           optimizer=Choice("adam", "sgd"), workers=Opt(Int(1)))),
     ("claims.Claims.check", _claim, _CLAIM,
      dict(kind=Choice("finding", "identity"), op=Choice(*OPS))),
+    ("ch1_gated.KeywordConfig", _get("ch1_gated.KeywordConfig"), dict(), _KEYWORD_FIELDS),
+    # SENConfig.dim is at least n_topics (4 by default)
+    ("ch2_sen.SENConfig", _get("ch2_sen.SENConfig"), dict(),
+     dict(classifier=Choice(*CLASSIFIERS), m=Int(1), n_topics=Int(2), words_per_topic=Int(1),
+          n_nontopic=Int(1), n_train=Int(1), n_test=Int(1), dim=Int(4),
+          embed_var=_POSITIVE_REAL, query_norm=_POSITIVE_REAL, train_query=BOOL,
+          lr=_POSITIVE_REAL, epochs=Int(1), eval_every=Int(1), eq8=BOOL, all_words=BOOL)),
+    # the default frequent counts (103 + 25 sentences) must fit into rare_per_class *
+    # rare_count sentences: rare_count >= 12 at rare_per_class 11, rare_per_class >= 4 at 36
+    ("ch2_sen.PurityConfig", _get("ch2_sen.PurityConfig"), dict(),
+     dict(classifier=Choice(*CLASSIFIERS), rare_count=Int(12), rare_per_class=Int(4), m=Int(2),
+          n_nontopic=Int(1), n_test=Int(1), dim=Int(2), embed_var=_POSITIVE_REAL,
+          lr=_POSITIVE_REAL, epochs=Int(1), eval_every=Int(1))),
+    # n_words is at least 4 * pairs_per_topic (8 by default); pairs_per_topic and n_sample
+    # are left out: CNNConfig accepts 0 for both (xfail cases in tests/test_api_probe.py)
+    ("ch2_sen.CNNConfig", _get("ch2_sen.CNNConfig"), dict(),
+     dict(n_words=Int(8), length=Int(2), n_train=Int(1), n_test=Int(1), dim=Int(2),
+          embed_var=_POSITIVE_REAL, query_norm=_POSITIVE_REAL, train_cnn=BOOL,
+          lr=_POSITIVE_REAL, epochs=Int(1), eval_every=Int(1))),
+    ("ch3_ibm1.TranslationConfig", _get("ch3_ibm1.TranslationConfig"), dict(),
+     dict(vocab=Int(2), length=Int(1), n_pairs=Int(1), zipf=Real(0), distinct=BOOL,
+          reorder=Real(0, 1), data_seed=Int(0), embed=Int(1), hidden=Int(1),
+          attention=Choice(*TRANSLATION3), batch_size=Int(1), steps=Int(1), lr=_POSITIVE_REAL,
+          eval_every=Int(1), n_eval=Int(1))),
+    ("ch3_ibm1.KeywordRelevanceConfig", _get("ch3_ibm1.KeywordRelevanceConfig"), dict(),
+     dict(_KEYWORD_FIELDS, n_eval=Int(1))),
     ("ch4_copy.CopyConfig", _get("ch4_copy.CopyConfig"), dict(),
      dict(length=Int(1), embed=Int(1), hidden=Int(1), heads=Int(1), cell=Choice("lstm", "gru"),
           eos=BOOL, bias=BOOL, batch_size=Int(1), steps=Int(1), lr=Real(0, low_open=True),
           eval_every=Int(1))),
     ("ch4_copy.guessing_accuracy", _get("ch4_copy.guessing_accuracy"), dict(length=20),
      dict(length=Int(1), eos=BOOL)),
+    ("ch5_multihead.HeadsRun", _get("ch5_multihead.HeadsRun"), dict(), _HEADS_FIELDS),
     ("ch5_multihead.RescueConfig", _get("ch5_multihead.RescueConfig"), dict(),
      dict(base_seed=Int(0), head_proj=BOOL, n_candidates=Int(1),
           good=Real(0.6, 1, True, True), bad=Real(0, 0.95, True, True), n_combinations=Int(1))),
@@ -360,6 +401,7 @@ API = [
           lr=Real(0, low_open=True), eval_every=Int(1), eval_batch_size=Int(1))),
     ("ch7_end_token.EndTransformerConfig", _get("ch7_end_token.EndTransformerConfig"), dict(),
      _TRANSFORMER_FIELDS),
+    ("ch7_end_token.EndHeadsRun", _get("ch7_end_token.EndHeadsRun"), dict(), _HEADS_FIELDS),
     ("ch7_end_token.condition_config", _get("ch7_end_token.condition_config"),
      dict(name="both"),
      dict(name=Choice(*CONDITIONS7), length=Int(2), task=Choice("permutation", "control"))),

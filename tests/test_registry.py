@@ -340,3 +340,54 @@ def test_an_eighth_chapter_forgotten_in_any_place_is_named(tmp_path):
                 step()
         problems = registry_problems(copy, chapters)
         assert problems and all(words in p for p in problems), (words, problems)
+
+
+# ------------------------------------------------- every chapter's public API, probed
+def _takes_arguments(obj) -> bool:
+    import inspect
+
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values())
+
+
+def unprobed(chapters, probe_ids, property_labels) -> list[str]:
+    """The public callables of ``chapters`` (their modules' ``__all__``) with no bad-input
+    case: every callable that takes an argument needs a probe case (an id starting with
+    its name, then '-' or '.'); every experiment config also an entry in the property tests
+    (labelled ``<module>.<Name>``)."""
+    from attn_core.chapters._experiment import Experiment
+
+    out = []
+    for c in chapters:
+        module = c.load()
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not callable(obj) or not _takes_arguments(obj):
+                continue
+            if not any(re.match(rf"{re.escape(name)}(?:[-.]|$)", i) for i in probe_ids):
+                out.append(f"chapter {c.number}: {name} has no case in tests/test_api_probe.py")
+            config = isinstance(obj, type) and issubclass(obj, Experiment)
+            if config and f"{c.module}.{name}" not in property_labels:
+                out.append(f"chapter {c.number}: the config {name} has no entry in "
+                           f"tests/test_properties.py")
+    return out
+
+
+def test_every_public_callable_of_every_chapter_has_bad_input_cases():
+    import test_api_probe
+    import test_properties
+
+    probe_ids = [p.id for p in test_api_probe.CHAPTERS]
+    labels = {entry[0] for entry in test_properties.API}
+    assert unprobed(registry.CHAPTERS, probe_ids, labels) == []
+
+
+def test_the_coverage_check_names_what_is_not_probed():
+    probe_ids = ["KeywordConfig-length-float"]
+    found = unprobed(registry.CHAPTERS[:1], probe_ids, set())
+    assert "chapter 1: the config KeywordConfig has no entry in tests/test_properties.py" in found
+    assert not any("KeywordConfig has no case" in f for f in found)
+    assert any("has no case in tests/test_api_probe.py" in f for f in found)
