@@ -24,7 +24,8 @@ import torch
 __all__ = ["is_int", "MAX_DIM", "MAX_ELEMENTS", "check_dim", "check_numel", "check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
            "check_fractions",
            "check_generator", "check_int_tuple", "check_token_ids", "check_index_tensor",
-           "check_sequences", "check_pair", "check_indices", "check_token_batches", "check_int_array",
+           "check_sequences", "check_pair", "check_indices", "check_token_batches",
+           "check_fraction_array", "check_int_array",
            "check_real_array", "check_bool_array", "check_str"]
 
 
@@ -316,6 +317,16 @@ def _range_text(low, high, low_open: bool = False, high_open: bool = False) -> s
     if low is None:
         return f"{'<' if high_open else '<='} {high}"
     return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+def check_fraction_array(name: str, value, ndim=None) -> np.ndarray:
+    """An array of fractions (accuracies, rates): real numbers in [0, 1], no NaN; a value
+    above 1 is named as what it likely is, a percentage."""
+    arr = check_real_array(name, value, ndim)
+    if arr.size and (arr.min() < 0 or arr.max() > 1):
+        raise ValueError(f"{name} must hold fractions in [0, 1] (not percent); got values in "
+                         f"[{arr.min():g}, {arr.max():g}]")
+    return arr
 
 
 def check_token_batches(src, tgt_in, vocab: int) -> None:

@@ -35,7 +35,7 @@ POSITIVE_FIELDS = frozenset({
     "steps", "epochs", "batch_size", "eval_every", "eval_batch_size", "length", "vocab", "embed",
     "hidden", "heads", "dim", "m", "n_topics", "words_per_topic", "n_nontopic", "n_train",
     "n_test", "n_pairs", "n_eval", "n_candidates", "k_combo", "n_combinations", "n_random",
-    "rare_count", "d_model", "d_ff"})
+    "rare_count", "d_model", "d_ff", "n_sample", "pairs_per_topic"})
 
 
 def _check_field(name: str, value, tp, positive: bool, zero_float: bool = False):

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import check_choice, check_int, check_real, check_seeds
+from ..checks import check_choice, check_int, check_real, check_real_array, check_seeds
 from ..config import Preset, first_seeds
 from ..data import BagTask, MarkovPairTask, PurityGradedTask, TopicTask
 from ..metrics import attended_words, eq8_rates, sen_probe
@@ -641,7 +641,7 @@ def sen_score(norm, m: int) -> np.ndarray:
     """The score s >= 0 at which LMN Eq. 10 gives the SEN norm ``norm`` (>= 0) for ``m``
     non-topic words per sentence: the inverse of :func:`~attn_core.theory.sen_curve`, by
     bisection (the curve increases in s, and s <= ‖v‖²/2 since (e^s − 1)/m >= 0)."""
-    v = np.asarray(norm, dtype=np.float64)
+    v = check_real_array("norm", norm, finite=False)
     if not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ValueError(f"norm must be finite and >= 0; got {norm!r}")
     sen_curve(0.0, m)  # validates m (TypeError / ValueError naming it)
@@ -717,6 +717,9 @@ def draw_attention_at_norm(m: int, v_mark: float | None = None, measured: dict |
     if measured is not None and not (isinstance(measured, dict) and all(
             isinstance(p, tuple) and len(p) == 2 for p in measured.values())):
         raise TypeError("measured must be None or a dict {label: (norm, attention)}")
+    for label, (v, a) in (measured or {}).items():
+        check_real(f"measured[{label!r}] norm", v, 0.0)
+        check_real(f"measured[{label!r}] attention", a, 0.0, 1.0)
     if v_max is None:
         shown = [v_mark or 0.0] + [float(p[0]) for p in (measured or {}).values()]
         v_max = max(4.0, 1.1 * max(shown))

@@ -21,7 +21,8 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from .. import plotting, theory
-from ..checks import check_choice, check_int, check_prob, check_real
+from ..checks import (check_choice, check_int, check_int_array, check_prob, check_real,
+                      check_real_array, check_token_batches)
 from ..config import SEED_SALTS, Preset, first_seeds
 from ..data import ClassificationAsTranslation, KeywordTask, ParallelCorpusTask
 from ..metrics import agreement, alignment_accuracy, first_step, holds_from, leave_one_out
@@ -297,7 +298,7 @@ def run_bow_classifier(task, model: str = "proxy", steps: int = 300, lr: float =
 def untrained_curves(curves) -> np.ndarray:
     """``curves`` (S, E), one value per member and evaluation, replaced by what a model that
     is never trained records: its value at the first evaluation (step 0), at every step."""
-    c = np.asarray(curves, dtype=float)
+    c = check_real_array("curves", curves)
     if c.ndim != 2 or c.shape[1] < 1:
         raise ValueError(f"curves must be an (S, E) array; got shape {c.shape}")
     return np.repeat(c[:, :1], c.shape[1], axis=1)
@@ -311,8 +312,15 @@ def lead_steps(steps, beta_acc, alpha_acc, level: float = 0.3) -> tuple:
     ``alpha_acc`` are (S, E). β leads when ``b is not None and b < a`` (a NaN ``a``, α never
     passing, counts as β leading only if β does stay above)."""
     level = check_real("level", level)
-    b_mean = np.asarray(beta_acc, dtype=float).mean(0)
-    a_mean = np.asarray(alpha_acc, dtype=float).mean(0)
+    beta_acc = check_real_array("beta_acc", beta_acc, 2)
+    alpha_acc = check_real_array("alpha_acc", alpha_acc, 2)
+    n = len(steps) if hasattr(steps, "__len__") else -1
+    for name, acc in (("beta_acc", beta_acc), ("alpha_acc", alpha_acc)):
+        if acc.shape[1] != n:
+            raise ValueError(f"{name} must be (S, E) with one column per step ({n}); got "
+                             f"shape {acc.shape}")
+    b_mean = beta_acc.mean(0)
+    a_mean = alpha_acc.mean(0)
     return holds_from(steps, b_mean > level), first_step(steps, a_mean, level)
 
 
@@ -320,7 +328,16 @@ def misses_one_off(alpha, src, align) -> float:
     """Of the output words whose argmax_l α is *not* on the right source word, the fraction
     one position away from the gold position (I1). ``alpha`` (..., B, T, L), ``src`` (B, L)
     and ``align`` (B, T); NaN when there is no miss."""
-    alpha, src, align = np.asarray(alpha), np.asarray(src), np.asarray(align)
+    alpha = check_real_array("alpha", alpha)
+    src = check_int_array("src", src, ndim=2)
+    align = check_int_array("align", align, ndim=2)
+    if alpha.ndim < 3 or alpha.shape[-3:-1] != align.shape or alpha.shape[-1] != src.shape[1] \
+            or src.shape[0] != align.shape[0]:
+        raise ValueError(f"alpha must be (..., B, T, L) with src (B, L) and align (B, T); got "
+                         f"{alpha.shape}, {src.shape} and {align.shape}")
+    if align.size and (align.min() < 0 or align.max() >= src.shape[1]):
+        raise ValueError(f"align must hold source positions in [0, {src.shape[1] - 1}]; got "
+                         f"[{align.min()}, {align.max()}]")
     top = alpha.argmax(-1)                                          # (..., B, T)
     rows = np.arange(len(src))[:, None]
     gold_word = src[rows, align]                                    # (B, T)
@@ -340,6 +357,9 @@ def relevance_after_keyword(r, pos) -> dict:
     pos = np.asarray(pos).astype(int)
     if r.ndim != 4 or pos.shape != (r.shape[0], r.shape[2]):
         raise ValueError(f"r must be (S, E, B, L) and pos (S, B); got {r.shape} and {pos.shape}")
+    if pos.size and (pos.min() < 0 or pos.max() >= r.shape[3]):
+        raise ValueError(f"pos must hold keyword positions in [0, {r.shape[3] - 1}] (L = "
+                         f"{r.shape[3]}); got [{pos.min()}, {pos.max()}]")
     key = np.take_along_axis(r, pos[:, None, :, None].repeat(r.shape[1], 1), -1)[..., 0]
     return {"after": (r.argmax(-1) > pos[:, None, :]).mean(-1),
             "key_minus_mean": (key - r.mean(-1)).mean(-1),
@@ -379,6 +399,7 @@ class ReadableSeq2Seq(nn.Module):
 
     def forward(self, src, tgt_in):
         """src (B, L), tgt_in (B, T) -> logits (B, T, V), alpha (B, T, L)."""
+        check_token_batches(src, tgt_in, self.emb.num_embeddings)   # ids in [0, V)
         h, s = self.states(src, tgt_in)
         scores = s @ self.W @ h.transpose(1, 2)        # s_tᵀ W h_l: (B, T, L)
         alpha = torch.softmax(scores, dim=-1)          # over positions l

@@ -36,6 +36,7 @@ from ._experiment import Experiment, check_history
 from .ch3_ibm1 import run_proxy
 
 __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe",
+           "check_probe_args",
            "control", "SUCCESS_LEVEL", "succeeded", "success_rate", "scaled_count_table",
            "run_proxy", "AUTHORS_CODE_FAST", "MODEL_ABLATION_FAST", "guessing_accuracy",
            "MIXTURE", "MIXTURE_REFERENCE", "steps_to_level",
@@ -193,10 +194,25 @@ PERMUTATION_LONG = Preset(
 )
 
 
+def check_probe_args(model, batch) -> None:
+    """A copy probe's arguments: a stacked seq2seq model (callable, with ``lexical_probe``)
+    and a held-out batch with ``src``, ``tgt_in``, ``tgt`` and ``align``."""
+    if not callable(model) or not hasattr(model, "lexical_probe"):
+        raise TypeError(f"model must be a stacked seq2seq model (a Seq2Seq); got "
+                        f"{type(model).__name__}")
+    if not isinstance(batch, dict):
+        raise TypeError(f"batch must be a dict of tensors; got {type(batch).__name__}")
+    missing = [k for k in ("src", "tgt_in", "tgt", "align") if k not in batch]
+    if missing:
+        raise ValueError(f"batch must hold {missing} (a copy task's batch, with its "
+                         f"alignment)")
+
+
 def copy_probe(model, batch):
     """The lexical probe's alignment accuracy ``beta_align_acc`` (S,) -- how often
     argmax_l β_{t,l} is the aligned source position (SZKS §2.2) -- and the head-averaged
     attention map ``attn_map`` (S, T, L) of the first held-out example."""
+    check_probe_args(model, batch)
     beta = model.lexical_probe(batch["src"], batch["tgt_in"], batch["tgt"])
     hit = (beta.argmax(-1) == batch["align"]).float().flatten(1).mean(1)
     alpha = model(batch["src"][:, :1], batch["tgt_in"][:, :1])["alpha"]
@@ -309,6 +325,8 @@ def untrained(history):
 
 def untrained_proxy(task) -> BagOfWordsProxy:
     """The bag-of-words proxy of :func:`run_proxy` before its first step: θ = 0."""
+    if not isinstance(task, CopyTask):
+        raise TypeError(f"task must be a CopyTask; got {type(task).__name__}")
     return BagOfWordsProxy(task.model_vocab, task.model_vocab, dim=None, seeds=[0])
 
 
@@ -317,6 +335,10 @@ def proxy_alignment(proxy, task, generator: torch.Generator, n: int = 256) -> tu
     its L data positions and steps (EOS left out): ``spread`` the standard deviation of β^px
     across positions (mean over steps and pairs), ``align`` how often argmax_l β^px is the
     aligned position (chance 1/L; ties go to the first position)."""
+    if not isinstance(proxy, BagOfWordsProxy):
+        raise TypeError(f"proxy must be a BagOfWordsProxy; got {type(proxy).__name__}")
+    if not isinstance(task, CopyTask):
+        raise TypeError(f"task must be a CopyTask; got {type(task).__name__}")
     n = check_int("n", n)
     b = {k: v.unsqueeze(0) for k, v in task.sample(check_generator("generator", generator),
                                                     n).items()}
@@ -528,6 +550,9 @@ def fixed_permutation(config: CopyTraining, n_seeds: int = 3) -> CopyTraining:
 def one_word_left_out(config: CopyTraining, n_seeds: int = 4) -> CopyTraining:
     """§6's phase point V = L + 1: L distinct words out of L + 1 (one word missing from
     every input), everything else as ``config``, its first ``n_seeds`` seeds."""
+    if not isinstance(config, CopyTraining):
+        raise TypeError(f"config must be a copy-task config (CopyTraining); got "
+                        f"{type(config).__name__}")
     return replace(config, distribution="distinct", vocab=config.length + 1,
                    seeds=_first_seeds(config, n_seeds))
 

@@ -33,15 +33,15 @@ from torch import nn
 
 from .. import plotting
 from ..cache import check_cache_name
-from ..checks import (check_bool_array, check_choice, check_dim, check_int, check_real,
-                      check_seeds, check_token_batches)
+from ..checks import (check_bool_array, check_choice, check_dim, check_fraction_array,
+                      check_int, check_real, check_seeds, check_token_batches)
 from ..config import Preset, env_max_steps
 from ..metrics import (classify_heads, fisher_exact, rate_difference, success_rate,
                        verdict_repeat, wilson_rate_interval)
 from ..models import HEAD_REDUCTIONS, Seq2Seq
 from ..training import History
 from ._experiment import Experiment, check_history
-from .ch4_copy import COPY_BASE, CopyConfig, control
+from .ch4_copy import COPY_BASE, CopyConfig, check_probe_args, control
 
 __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
            "COMBINATION_KINDS", "OTHER_BASES_FAST", "MultiHeadLuong", "readable_model",
@@ -61,6 +61,7 @@ def head_probe(model, batch):
     """Each head's attention accuracy ``head_attn_acc`` (S, K) -- how often its own argmax is
     the aligned position -- and every head's attention map ``head_maps`` (S, K, T, L) of the
     first held-out example."""
+    check_probe_args(model, batch)
     alpha = model(batch["src"], batch["tgt_in"])["alpha"]  # (S, K, B, T, L)
     hit = alpha.argmax(-1) == batch["align"].unsqueeze(1)
     return {"head_attn_acc": hit.float().flatten(2).mean(2), "head_maps": alpha[:, :, 0]}
@@ -651,7 +652,8 @@ def head_rate(final_acc, good: float) -> tuple[float, float, float]:
     head contributes the fraction of its streams on which it ends above ``good``, p̂ is the
     mean over heads, and the 95 % Wilson interval is taken over the number of heads, not the
     number of runs (an untrained screen: p̂ = 0)."""
-    acc = np.asarray(final_acc, dtype=float)
+    acc = check_fraction_array("final_acc", final_acc)
+    good = check_real("good", good, 0.0, 1.0)
     if acc.ndim != 2 or not acc.size:
         raise ValueError(f"final_acc must be a non-empty (heads, data streams) array; got "
                          f"shape {acc.shape}")
@@ -663,6 +665,9 @@ def rescue_prediction(rate, k: int) -> tuple[float, float, float]:
     """``1 − (1 − p)^K`` for the rate ``(p, low, high)``, with the interval carried through
     (the map is increasing in p, so the ends map to the ends)."""
     k = check_int("k", k)
+    if isinstance(rate, (str, bytes)) or not isinstance(rate, (tuple, list)) or len(rate) != 3:
+        raise TypeError(f"rate must be a (p, low, high) triple (head_rate); got {rate!r:.60}")
+    rate = check_fraction_array("rate", list(rate), 1)
     return tuple(float(rescue_curve(p, [k])[0]) for p in rate)
 
 
@@ -676,7 +681,8 @@ def verdict_agreement(final_acc, good: float) -> dict:
     no success, or all succeed: the verdicts then carry no information about the head) and
     the one-sided Fisher exact p-value of the 2x2 table of heads. Returns the smallest κ, the
     largest p and the first table ``[[good, good then not], [not then good, neither]]``."""
-    acc = np.asarray(final_acc, dtype=float)
+    acc = check_fraction_array("final_acc", final_acc)
+    good = check_real("good", good, 0.0, 1.0)
     if acc.ndim != 2 or acc.shape[0] == 0 or acc.shape[1] < 2:
         raise ValueError(f"final_acc must be a (heads, data streams >= 2) array; got shape "
                          f"{acc.shape}")
@@ -710,8 +716,11 @@ def diagonal_heads(head_attn_acc, upto: int, level: float = 0.5) -> np.ndarray:
     """Which heads have passed attention accuracy ``level`` by evaluation ``upto`` (an index
     of the evaluations, ``-1`` the last): ``(runs, K)`` bool from the ``head_attn_acc`` probe
     ``(runs, evaluations, K)``."""
-    acc = np.asarray(head_attn_acc, dtype=float)
-    upto = upto % acc.shape[1]
+    acc = check_fraction_array("head_attn_acc", head_attn_acc, 3)
+    if not acc.shape[1]:
+        raise ValueError("head_attn_acc must hold at least one evaluation")
+    upto = check_int("upto", upto, -acc.shape[1], acc.shape[1] - 1) % acc.shape[1]
+    level = check_real("level", level, 0.0, 1.0)
     return (acc[:, :upto + 1] > level).any(1)
 
 
@@ -722,6 +731,9 @@ def diagonal_counts(outcomes) -> dict:
     ``diagonal_iff_success`` (runs, runs where the two agree, successes),
     ``success_has_diagonal`` (successes, of them with a diagonal head) and
     ``diagonal_succeeds`` (runs with a diagonal head, of them successful)."""
+    if isinstance(outcomes, (str, bytes, dict)) or not hasattr(outcomes, "__iter__"):
+        raise TypeError(f"outcomes must be an iterable of (won, diag) pairs; got "
+                        f"{type(outcomes).__name__}")
     total = matches = won_n = diag_n = both = 0
     for i, pair in enumerate(outcomes):
         if not isinstance(pair, tuple) or len(pair) != 2:
@@ -765,6 +777,17 @@ def rescue_findings(cfg: "RescueConfig", screen: dict, combo_runs: dict, random_
     ``good_head_diagonal`` (successful one-good runs, and how many of them have their good
     head, head 0, past attention accuracy 0.5), and :func:`diagonal_counts`'s three over
     every K-head run (a head past 0.5 against success)."""
+    if not isinstance(cfg, RescueConfig):
+        raise TypeError(f"cfg must be a RescueConfig; got {type(cfg).__name__}")
+    for name, runs in (("screen", screen), ("combo_runs", combo_runs),
+                       ("random_runs", random_runs)):
+        if not isinstance(runs, dict) or not runs:
+            raise TypeError(f"{name} must be a non-empty dict of Histories; got "
+                            f"{type(runs).__name__} {runs!r:.40}")
+    missing = [d for d in cfg.data_seeds if d not in screen]
+    if missing:
+        raise ValueError(f"screen must hold a History for every data stream of cfg "
+                         f"{list(cfg.data_seeds)}; it lacks {missing}")
     final = np.stack([screen[d].metrics["token_acc"][:, at] for d in cfg.data_seeds], 1)
     labels = classify_heads(final, cfg.good, cfg.bad)
     p1 = head_rate(final, cfg.good)
@@ -928,6 +951,9 @@ def draw_labels_at(final_acc, good: float, bad: float) -> Figure:
     0.22 s with its PNG (at most 0.4 s), per call."""
     r = labels_at(final_acc, good, bad)
     acc = np.asarray(final_acc, dtype=float)
+    if acc.shape[1] > 5:
+        raise ValueError(f"final_acc must have at most 5 data streams (one marker each); got "
+                         f"{acc.shape[1]}")
     order = np.argsort(acc.mean(1), kind="stable")
     markers = "os^Dv"[:acc.shape[1]]
     fig, ax = plt.subplots(figsize=(4.6, 4.3))
