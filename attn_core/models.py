@@ -20,6 +20,7 @@ would otherwise read the next member's table).
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from typing import Sequence
@@ -27,17 +28,20 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.func import functional_call
 
 from .checks import (check_bool, check_bool_array, check_choice, check_dim, check_index_tensor,
                      check_indices, check_int, check_int_array, check_pair, check_real,
-                     check_seeds, check_sequences, check_token_ids)
+                     check_seeds, check_sequences, check_token_batches, check_token_ids)
 from .config import SEED_SALTS
 from .stacked import (RNN_CELLS, StackedEmbedding, StackedLinear, StackedModule, StackedRNN,
                       generators, normal_init, stacked_parameter, uniform_init)
 
-__all__ = ["AttentionClassifier", "Seq2SeqObjective", "Seq2Seq", "TopicAttention", "TopicAttentionCNN",
-           "BagOfWordsProxy", "BagOfWordsLogistic", "ATTENTION_MODES", "HEAD_REDUCTIONS",
-           "CLASSIFIERS", "attention_weights"]
+__all__ = ["AttentionClassifier", "Seq2SeqObjective", "Seq2Seq", "TopicAttention",
+           "TopicAttentionCNN", "BagOfWordsProxy", "BagOfWordsLogistic", "ATTENTION_MODES",
+           "HEAD_REDUCTIONS", "CLASSIFIERS", "attention_weights", "POSITIONS", "NORMS",
+           "sinusoidal_positions", "MultiHeadAttention", "FeedForward", "TransformerSeq2Seq",
+           "StackedTransformer"]
 
 
 #: ``"learned"``: α = softmax(scores); ``"uniform"``: α frozen at 1/L (SZKS §3.2's β^uf model).
@@ -936,3 +940,428 @@ class BagOfWordsLogistic(StackedModule):
         y = batch["tgt"][..., 0]
         loss = F.binary_cross_entropy_with_logits(logit, y.float(), reduction="none").mean(1)
         return {"loss": loss, "accuracy": ((logit > 0).long() == y).float().mean(1)}
+
+
+# --------------------------------------------------------------------------- chapter 6
+# The one-layer encoder-decoder Transformer of chapter 6 (``attn_core.chapters.
+# ch6_transformer`` shows it and runs it): the readable one-member model, and the engine's
+# stacked one that runs it on each member's parameters.
+#: How positions reach the model (see the module docstring).
+POSITIONS = ("learned", "sinusoidal", "none", "qk", "qk-cross", "qk-self", "relative")
+#: The variants whose learned positions enter queries and keys only.
+_QK = ("qk", "qk-cross", "qk-self")
+#: Where each sub-layer's LayerNorm sits: "pre" (before the sub-layer, inside the residual
+#: branch; a final LayerNorm on each side) or "post" (after the residual sum, Vaswani et al.).
+NORMS = ("pre", "post")
+
+
+def sinusoidal_positions(n: int, d: int, device=None) -> Tensor:
+    """Vaswani et al.'s table (n, d): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...)."""
+    n, d = check_dim("n", n), check_dim("d", d)
+    if device is not None:
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise ValueError(f"device must be None or a torch device ('cpu', 'cuda', ...); "
+                             f"got {device!r} ({e})") from None
+    pos = torch.arange(n, dtype=torch.float32, device=device)[:, None]
+    freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32, device=device)
+                     * (-math.log(10000.0) / d))
+    pe = torch.zeros(n, d, device=device)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq[: d // 2])
+    return pe
+
+
+# ------------------------------------------------------------------ the model, readable
+def _check_bias(bias, K: int, T: int, L: int) -> None:
+    """An attention bias: None, or a float tensor that broadcasts to (K, T, L)."""
+    if bias is None:
+        return
+    if not isinstance(bias, Tensor) or not bias.is_floating_point():
+        raise TypeError(f"bias must be None or a float tensor (K, T, L) = ({K}, {T}, {L}); "
+                        f"got {type(bias).__name__}")
+    try:
+        if torch.broadcast_shapes(bias.shape, (K, T, L)) != (K, T, L):
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(f"bias must broadcast to (K, T, L) = ({K}, {T}, {L}); got shape "
+                         f"{tuple(bias.shape)}") from None
+
+
+def _check_attention(d: int, x_q, x_k, x_v, causal, uniform) -> None:
+    """:class:`MultiHeadAttention`'s inputs: widths, batches and lengths that fit, named
+    (they reached torch's own errors, and a causal mask over unequal lengths was applied as
+    if they were one sequence)."""
+    check_bool("causal", causal)
+    check_bool("uniform", uniform)
+    for name, x in (("x_q", x_q), ("x_k", x_k), ("x_v", x_v)):
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            raise TypeError(f"{name} must be a float tensor (B, length, {d}); got "
+                            f"{type(x).__name__} {getattr(x, 'dtype', '')}")
+        if x.dim() != 3 or x.shape[-1] != d or x.shape[0] != x_q.shape[0]:
+            raise ValueError(f"{name} must have shape (B, length, {d}) with x_q's B "
+                             f"({x_q.shape[0] if x_q.dim() else '?'}); got {tuple(x.shape)}")
+    if x_k.shape[1] != x_v.shape[1]:
+        raise ValueError(f"x_k and x_v must have one length (the positions attended); got "
+                         f"{x_k.shape[1]} and {x_v.shape[1]}")
+    if x_k.shape[1] == 0 or x_q.shape[1] == 0:
+        raise ValueError(f"x_q, x_k and x_v must hold at least one position each; got lengths "
+                         f"{x_q.shape[1]}, {x_k.shape[1]}")
+    if causal and x_q.shape[1] != x_k.shape[1]:
+        raise ValueError(f"causal=True masks a sequence's later steps from its earlier ones: "
+                         f"x_q and x_k must have one length; got {x_q.shape[1]} and "
+                         f"{x_k.shape[1]}")
+    if causal and uniform:
+        raise ValueError("causal and uniform cannot both be True: uniform attention (1/L "
+                         "over every position) ignores a mask")
+
+
+class MultiHeadAttention(nn.Module):
+    """K heads of scaled dot-product attention, then the output map W_O::
+
+        α^k = softmax(Q_k K_kᵀ / √d_k + bias_k),  head_k = α^k V_k,
+        out = W_O [head_1; ...; head_K]
+
+    with Q = x_q W_Q, K = x_k W_K, V = x_v W_V (each followed by a bias)."""
+
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        d, heads = check_dim("d", d), check_dim("heads", heads)
+        if d % heads:
+            raise ValueError(f"d_model ({d}) must be a multiple of heads ({heads})")
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x_q, x_k, x_v, bias=None, causal=False, uniform=False):
+        """x_q (B, T, d), x_k and x_v (B, L, d) -> out (B, T, d), α (B, K, T, L)."""
+        _check_attention(self.q.in_features, x_q, x_k, x_v, causal, uniform)
+        B, T, d = x_q.shape
+        L, K = x_k.shape[1], self.heads
+        _check_bias(bias, K, T, L)
+        q = self.q(x_q).view(B, T, K, d // K).transpose(1, 2)  # (B, K, T, d_k)
+        k = self.k(x_k).view(B, L, K, d // K).transpose(1, 2)  # (B, K, L, d_k)
+        v = self.v(x_v).view(B, L, K, d // K).transpose(1, 2)  # (B, K, L, d_k)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d // K)    # (B, K, T, L)
+        if bias is not None:
+            scores = scores + bias                              # (K, T, L)
+        if causal:  # step t sees steps <= t only
+            future = torch.ones(T, L, dtype=torch.bool, device=x_q.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        if uniform:  # α frozen at 1/L (SZKS §3.2's β^uf model; never with causal)
+            alpha = torch.full_like(scores, 1.0 / L)
+        else:
+            alpha = torch.softmax(scores, dim=-1)               # over positions l
+        heads = (alpha @ v).transpose(1, 2).reshape(B, T, d)    # [head_1; ...; head_K]
+        return self.o(heads), alpha
+
+
+class FeedForward(nn.Module):
+    """W_2 ReLU(W_1 x + b_1) + b_2."""
+
+    def __init__(self, d: int, d_ff: int):
+        super().__init__()
+        self.w1, self.w2 = nn.Linear(d, d_ff), nn.Linear(d_ff, d)
+
+    def forward(self, x):
+        return self.w2(torch.relu(self.w1(x)))
+
+
+class TransformerSeq2Seq(nn.Module):
+    """One encoder layer and one decoder layer; the chapter's model, one member.
+
+    Encoder:  h = x + SelfAttn(LN(x));   h = h + FFN(LN(h));   H = LN(h)
+    Decoder:  y = z + CausalSelfAttn(LN(z));
+              y = y + CrossAttn(LN(y), H);        <- α, the attention the chapter measures
+              y = y + FFN(LN(y));   logits = W_out LN(y)
+    with x, z the embeddings of the source and of ``[BOS, y_1..y_{T-1}]`` (plus positions for
+    "learned"/"sinusoidal"). ``norm="post"`` moves each LayerNorm after its residual sum
+    (y = LN(y + SubLayer(y))) and drops the final ones. ``attention="uniform"`` freezes the
+    cross-attention at 1/L. Parameters start as PyTorch's defaults; the engine draws them
+    from each member's own seed (:class:`StackedTransformer`).
+    """
+
+    def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
+                 positions: str = "learned", norm: str = "pre", attention: str = "learned",
+                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True,
+                 emb_std: float = 1.0):
+        super().__init__()
+        self.vocab = check_dim("vocab", vocab, 2)
+        # forward checks its token ids, unless a StackedTransformer (vmap) runs it
+        self.check_inputs = True
+        # the word embeddings' initial scale (PyTorch's nn.Embedding: N(0, 1))
+        self.emb_std = check_real("emb_std", emb_std, 0.0)
+        # the learned positions' initial scale, against the token embeddings' N(0, 1)
+        self.pos_std = check_real("pos_std", pos_std, 0.0)
+        # one table of learned positions for both sides, or the decoder its own
+        self.shared_positions = check_bool("shared_positions", shared_positions)
+        d = self.d_model = check_dim("d_model", d_model)
+        self.heads = check_dim("heads", heads)
+        check_dim("d_ff", d_ff)
+        self.max_len = check_dim("max_len", max_len)
+        self.positions = check_choice("positions", positions, POSITIONS)
+        self.norm = check_choice("norm", norm, NORMS)
+        self.attention = check_choice("attention", attention, ATTENTION_MODES)
+        self.emb = nn.Embedding(vocab, d)          # shared by source and target words
+        if positions in ("learned",) + _QK:
+            self.pos = nn.Parameter(torch.randn(max_len, d))
+        if positions == "relative":   # a bias per attention, head and offset t - l
+            self.rel = nn.Parameter(torch.zeros(3, heads, 2 * max_len - 1))
+        self.enc_attn = MultiHeadAttention(d, heads)
+        self.enc_ffn = FeedForward(d, d_ff)
+        self.dec_attn = MultiHeadAttention(d, heads)
+        self.cross = MultiHeadAttention(d, heads)
+        self.dec_ffn = FeedForward(d, d_ff)
+        # LayerNorms: encoder 2 + final, decoder 3 + final ("post": the finals are unused)
+        self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(7))
+        self.out = nn.Linear(d, vocab)
+        if positions in ("learned",) + _QK and not shared_positions:
+            # registered last: drawn after everything else, so the rest of a member is the
+            # shared-positions model of the same seed
+            self.pos_dec = nn.Parameter(torch.randn(max_len, d))
+
+    # -------------------------------------------------------------------- positions
+    def _absolute(self, n: int, device, decoder: bool = False) -> Tensor | None:
+        """The position vectors added to positions 0..n-1 (None for "none"/"relative")."""
+        if n > self.max_len:
+            raise ValueError(f"sequences of length {n} exceed max_len={self.max_len}")
+        if self.positions in ("learned",) + _QK:
+            table = self.pos if self.shared_positions or not decoder else self.pos_dec
+            return table[:n]
+        if self.positions == "sinusoidal":
+            return sinusoidal_positions(n, self.d_model, device)
+        return None
+
+    def _bias(self, which: int, T: int, L: int) -> Tensor | None:
+        """Attention ``which``'s relative-position bias (K, T, L): rel[which, k, t - l]."""
+        if self.positions != "relative":
+            return None
+        offset = torch.arange(T, device=self.rel.device)[:, None] - torch.arange(
+            L, device=self.rel.device)[None, :]
+        return self.rel[which][:, offset + self.max_len - 1]
+
+    def _block(self, i: int, x: Tensor, sublayer) -> Tensor:
+        """One residual sub-layer with LayerNorm i: pre-norm x + f(LN(x)), or post-norm
+        LN(x + f(x)). ``sublayer(normed) -> (out, extra)``; returns (new x, extra)."""
+        if self.norm == "pre":
+            out, extra = sublayer(self.ln[i](x))
+            return x + out, extra
+        out, extra = sublayer(x)
+        return self.ln[i](x + out), extra
+
+    # ----------------------------------------------------------------- the two sides
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:
+        """src (B, L) -> encoder output H (B, L, d) and the position vectors used for the
+        keys of the cross-attention ("qk", "qk-cross"; else None)."""
+        L = src.shape[1]
+        x, p = self.emb(src), self._absolute(L, src.device)
+        if p is not None and self.positions not in _QK:
+            x = x + p
+
+        def attend(n):
+            qk_in = n + p if self.positions in ("qk", "qk-self") else n
+            return self.enc_attn(qk_in, qk_in, n, bias=self._bias(0, L, L))
+
+        h, _ = self._block(0, x, attend)
+        h, _ = self._block(1, h, lambda n: (self.enc_ffn(n), None))
+        return (self.ln[2](h) if self.norm == "pre" else h), (
+            p if self.positions in ("qk", "qk-cross") else None)
+
+    def decode_to_cross(self, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
+        """tgt_in (B, T) -> the decoder's residual stream just before the cross-attention
+        (B, T, d) and its position vectors for "qk", "qk-cross" (else None)."""
+        T = tgt_in.shape[1]
+        z, p = self.emb(tgt_in), self._absolute(T, tgt_in.device, decoder=True)
+        if p is not None and self.positions not in _QK:
+            z = z + p
+
+        def attend(n):
+            qk_in = n + p if self.positions in ("qk", "qk-self") else n
+            return self.dec_attn(qk_in, qk_in, n, bias=self._bias(1, T, T), causal=True)
+
+        y, _ = self._block(3, z, attend)
+        return y, (p if self.positions in ("qk", "qk-cross") else None)
+
+    def cross_attend(self, y: Tensor, enc: Tensor, p_dec, p_enc):
+        """The cross-attention sub-layer: (new y (B, T, d), α (B, K, T, L))."""
+        T, L = y.shape[1], enc.shape[1]
+
+        def attend(n):
+            q_in = n + p_dec if p_dec is not None else n
+            k_in = enc + p_enc if p_enc is not None else enc
+            return self.cross(q_in, k_in, enc, bias=self._bias(2, T, L),
+                              uniform=self.attention == "uniform")
+
+        return self._block(4, y, attend)
+
+    def finish(self, y: Tensor) -> Tensor:
+        """The decoder after the cross-attention: FFN sub-layer, final LN, logits."""
+        y, _ = self._block(5, y, lambda n: (self.dec_ffn(n), None))
+        return self.out(self.ln[6](y) if self.norm == "pre" else y)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """src (B, L), tgt_in (B, T) token ids -> logits (B, T, V), alpha (B, K, T, L)."""
+        if self.check_inputs:      # ids in [0, V) (the stacked model checks all members)
+            check_token_batches(src, tgt_in, self.vocab)
+        enc, p_enc = self.encode(src)
+        y, p_dec = self.decode_to_cross(tgt_in)
+        y, alpha = self.cross_attend(y, enc, p_dec, p_enc)
+        return {"logits": self.finish(y), "alpha": alpha}
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
+        """β_{t,l}: the probability of the right word y_t if every head of the
+        cross-attention attended only to source position l (SZKS §2.2's probe, for this
+        model: the cross-attention's output becomes W_O [W_V H_l; ...]). (B, T, L)."""
+        if self.check_inputs:
+            check_token_batches(src, tgt_in, self.vocab)
+            check_indices("tgt", tgt, tgt_in.shape, self.vocab)
+        enc, p_enc = self.encode(src)
+        y, p_dec = self.decode_to_cross(tgt_in)
+        B, T, d = y.shape
+        L = enc.shape[1]
+        attn = self.cross
+        # with α one-hot at l every head reads V_l: the output is W_O V_l + b_O
+        read = attn.o(attn.v(enc))                               # (B, L, d)
+        if self.norm == "pre":
+            y_l = y[:, :, None, :] + read[:, None, :, :]         # (B, T, L, d)
+        else:
+            y_l = self.ln[4](y[:, :, None, :] + read[:, None, :, :])
+        logits = self.finish(y_l.reshape(B, T * L, d)).view(B, T, L, -1)
+        logp = torch.log_softmax(logits, dim=-1)
+        idx = tgt[:, :, None, None].expand(B, T, L, 1)
+        return logp.gather(-1, idx).squeeze(-1).exp()
+
+
+# --------------------------------------------------------------- the engine's model
+class StackedTransformer(Seq2SeqObjective, StackedModule):
+    """S independent :class:`TransformerSeq2Seq` members for the engine.
+
+    Every parameter is stacked (S, ...) under its module path (dots written ``__``). Member
+    m's parameters are PyTorch's default initialisation of :class:`TransformerSeq2Seq`,
+    drawn parameter by parameter in registration order from
+    ``torch.Generator().manual_seed(seeds[m])`` (:func:`_draw`), so a member is
+    reproducible on its own and does not depend on the other members or the global seed.
+
+    Batches as :class:`~attn_core.models.Seq2Seq`: ``src`` (S, B, L), ``tgt_in``/``tgt``
+    (S, B, T), optionally ``align``; ``forward`` returns ``logits`` (S, B, T, V) and the
+    cross-attention ``alpha`` (S, K, B, T, L); ``loss``/``evaluate`` are Seq2Seq's
+    (:class:`~attn_core.models.Seq2SeqObjective`).
+    """
+
+    def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, d_ff: int = 128,
+                 positions: str = "learned", norm: str = "pre", attention: str = "learned",
+                 max_len: int = 64, pos_std: float = 1.0, shared_positions: bool = True,
+                 emb_std: float = 1.0, seeds: Sequence[int] = (0,)):
+        super().__init__()
+        self.seeds = check_seeds("seeds", seeds)
+        self.n_members = len(self.seeds)
+        kwargs = dict(vocab=vocab, d_model=d_model, heads=heads, d_ff=d_ff,
+                      positions=positions, norm=norm, attention=attention, max_len=max_len,
+                      pos_std=pos_std, shared_positions=shared_positions, emb_std=emb_std)
+        base = TransformerSeq2Seq(**kwargs)
+        base.check_inputs = False    # checked here for all members at once (no .item in vmap)
+        self.vocab, self.heads, self.attention = base.vocab, base.heads, base.attention
+        # the readable module, not registered: its parameters are replaced by each member's
+        object.__setattr__(self, "_base", base)
+        self._names = [n for n, _ in base.named_parameters()]
+        members = [_draw(base, g) for g in generators(self.seeds)]
+        self.params = nn.ParameterDict({
+            n.replace(".", "__"): nn.Parameter(torch.stack([m[n] for m in members]))
+            for n in self._names})
+        if attention == "uniform":  # the cross-attention's queries and keys do nothing
+            for n in self._names:
+                if n.startswith(("cross.q.", "cross.k.")):
+                    self.params[n.replace(".", "__")].requires_grad_(False)
+
+    def _member_params(self) -> dict[str, Tensor]:
+        return {n: self.params[n.replace(".", "__")] for n in self._names}
+
+    def _call(self, module: nn.Module, prefix: str, *args: Tensor):
+        """``module(*args)`` for every member on its own parameters (named ``prefix`` +
+        the readable model's names) and inputs (each arg (S, ...)), stacked on dim 0."""
+        params = {prefix + n: t for n, t in self._member_params().items()}
+
+        def one(p, *xs):
+            return functional_call(module, p, xs, strict=True)
+
+        if self.n_members == 1:
+            # squeeze, not t[0]: a view whose backward copies nothing
+            out = one({n: t.squeeze(0) for n, t in params.items()},
+                      *(a.squeeze(0) for a in args))
+            return ({k: v.unsqueeze(0) for k, v in out.items()} if isinstance(out, dict)
+                    else out.unsqueeze(0))
+        return torch.vmap(one)(params, *args)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+        """``logits`` (S, B, T, V) and the cross-attention ``alpha`` (S, K, B, T, L)."""
+        _check_inputs(src, tgt_in, self.n_members, self.vocab)
+        out = self._call(self._base, "", src, tgt_in)
+        return {"logits": out["logits"], "alpha": out["alpha"].transpose(1, 2)}
+
+    @torch.no_grad()
+    def lexical_probe(self, src: Tensor, tgt_in: Tensor, tgt: Tensor) -> Tensor:
+        """Every member's :meth:`TransformerSeq2Seq.lexical_probe`: (S, B, T, L)."""
+        _check_inputs(src, tgt_in, self.n_members, self.vocab)
+        check_indices("tgt", tgt, tgt_in.shape, self.vocab)
+        return self._call(_Probe(self._base), "model.", src, tgt_in, tgt)
+
+    def member_module(self, m: int = 0) -> TransformerSeq2Seq:
+        """Member ``m`` as a plain :class:`TransformerSeq2Seq` with its weights (a copy)."""
+        m = check_int("m", m, 0, self.n_members - 1)
+        out = copy.deepcopy(self._base)
+        out.check_inputs = True
+        out.load_state_dict({n: t.detach()[m].clone() for n, t in
+                             self._member_params().items()})
+        return out
+
+
+class _Probe(nn.Module):
+    """``model.lexical_probe`` as a module's forward (for :func:`functional_call`)."""
+
+    def __init__(self, model: TransformerSeq2Seq):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src, tgt_in, tgt):
+        return self.model.lexical_probe(src, tgt_in, tgt)
+
+
+def _draw(base: nn.Module, g: torch.Generator) -> dict[str, Tensor]:
+    """One member's parameters: PyTorch's default initialisation of each of ``base``'s
+    parameters, drawn in the order of ``named_modules`` from ``g`` (the decoder's own
+    positions, if any, last): Linear weight and bias U(±1/√fan_in), Embedding
+    N(0, emb_std²) (PyTorch's N(0, 1) by default),
+    learned positions N(0, pos_std²), LayerNorm 1 and 0, the relative-position biases 0."""
+    params = [(f"{mod_name}.{p_name}" if mod_name else p_name, mod, p_name, p)
+              for mod_name, mod in base.named_modules()
+              for p_name, p in mod.named_parameters(recurse=False)]
+    params.sort(key=lambda item: item[0] == "pos_dec")  # stable: only pos_dec moves
+    out = {}
+    for name, mod, p_name, p in params:
+        t = torch.empty_like(p)
+        if isinstance(mod, nn.Linear):
+            bound = 1.0 / math.sqrt(mod.in_features)
+            t.uniform_(-bound, bound, generator=g)
+        elif isinstance(mod, nn.LayerNorm):
+            t.fill_(1.0 if p_name == "weight" else 0.0)
+        elif isinstance(mod, nn.Embedding):
+            t.normal_(0.0, base.emb_std, generator=g)
+        elif p_name in ("pos", "pos_dec"):
+            t.normal_(0.0, base.pos_std, generator=g)
+        else:  # rel
+            t.zero_()
+        out[name] = t
+    return out
+
+
+def _check_inputs(src, tgt_in, n_members: int, vocab: int) -> None:
+    """Seq2Seq's check of the two batches ((S, B, L) and (S, B, T), non-empty, the same S and
+    B), then one batch per member and ids in [0, vocab): the readable model's plain
+    embedding would otherwise fail inside the per-member call."""
+    check_pair("src", src, "tgt_in", tgt_in)
+    for name, t in (("src", src), ("tgt_in", tgt_in)):
+        if t.shape[0] != n_members:
+            raise ValueError(f"{name} has leading dimension {t.shape[0]} but the model has "
+                             f"{n_members} members")
+        check_token_ids(name, t, vocab)
