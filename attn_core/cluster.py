@@ -58,7 +58,7 @@ def client():
         # Dask's nanny gives its workers MALLOC_TRIM_THRESHOLD_=65536 (and one-thread BLAS
         # settings) and leaves them in this process's environment too: the trim threshold
         # made every training step here ~30 % slower, on the cluster and in the loky
-        # workers started after it (benchmarks/bench_engine.py, 2026-11-26). Neither is
+        # workers started after it (benchmarks/bench_engine.py measures it). Neither is
         # wanted: each job sets its own torch threads.
         before = dict(os.environ)
         with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}):

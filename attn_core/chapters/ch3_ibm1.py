@@ -164,7 +164,7 @@ def _smoke_translation(config: TranslationConfig) -> TranslationConfig:
     """:data:`TRANSLATION`'s smoke run: its first seed and at most :data:`SMOKE_PAIRS` pairs
     (the fast corpus's size), at the same vocabulary, length and model widths. The chapter's
     count tables, EM and proxy velocities run over the whole corpus: at the full 20,000
-    pairs they took ~40 s of a core in the test command's smoke run (2026-11-27), work that
+    pairs they took ~40 s of a core in the test command's smoke run, work that
     checks no more plumbing than 2,000 pairs do."""
     return replace(first_seeds(1)(config), n_pairs=min(config.n_pairs, SMOKE_PAIRS))
 

@@ -52,7 +52,7 @@ SUCCESS_LEVEL = 0.95
 #: dependency): Sea-Snell/AttentionDynamics at commit 45774617, ``SequenceCopying/seq2seq.py``
 #: with ``benchmarks/authors_copy/seq2seq.patch`` (seed Python's ``random``, one more
 #: evaluation after the last step, no crash at L != 40), L = 20, hidden 64, batch 32, 300
-#: steps, Adam 1e-3, seeds 0-19; measured on the 2-core CPU machine on 2026-11-22 with
+#: steps, Adam 1e-3, seeds 0-19; run with
 #: ``benchmarks/authors_copy/run.sh``. Final token accuracy of each run (their metric: 50
 #: fresh sequences, EOS included). ``tests/test_ch4.py`` checks these against the JSON files
 #: the script wrote.
@@ -70,7 +70,7 @@ AUTHORS_CODE_FAST = {
 
 #: Which detail of the authors' model makes permutations hard at the fast settings (20 seeds,
 #: 300 steps, this module's :class:`CopyConfig` with the three switches set as shown), run
-#: outside the book by ``benchmarks/authors_copy/ablate.py`` on 2026-11-22 (its
+#: outside the book by ``benchmarks/authors_copy/ablate.py`` (its
 #: ``ablation.json`` holds every run's final accuracy; ``tests/test_ch4.py`` checks the
 #: counts): ``name: (head_proj, bias, eos, runs above 0.95, runs)``.
 MODEL_ABLATION_FAST = {

@@ -382,7 +382,7 @@ class RescueConfig:
 #: authors' scale (L = 40, hidden 256, batch 128, 200 steps, 3 data seeds, K = 8, 50
 #: combinations of each kind); its screen draws up to 240 candidates, 80 at a time, until
 #: it has 1 good and 8 bad heads (at base seed 0 it took 160: ``benchmarks/full_ch5``,
-#: 2026-11-27, with 20 combinations of each kind).
+#: with 20 combinations of each kind).
 RESCUE = Preset(
     fast=RescueConfig(control_steps=160, ks=(1, 2, 4), n_combinations=5, n_random=5),
     # a smoke run: one screen round of k_combo + 1 candidates (labelled by rank, see
@@ -398,8 +398,8 @@ RESCUE = Preset(
 
 
 #: The chapter's protocol at other base initialisations, and at batch 16, run outside the
-#: book by ``benchmarks/ch5_bases/run.py`` on 2026-11-22 (2-core CPU, torch 2.13.0+cpu; each
-#: base costs one to two minutes, more than the fast budget allows): chapter 5's fast config
+#: book by ``benchmarks/ch5_bases/run.py`` (each base costs one to two minutes on the
+#: project's 2-core CPU, more than the fast budget allows): chapter 5's fast config
 #: with only ``base_seed`` and ``copy.batch_size`` changed; 16 candidate heads on 2 data
 #: streams, then 6 "all bad" and 6 "one good" K = 4 combinations. Each row: ``(batch_size,
 #: base_seed, good, bad, inconsistent, decided on the first stream, of those repeated strictly
@@ -422,8 +422,8 @@ OTHER_BASES_FAST = (
 #: 5 runs' 10 heads), each trained *alone* as a one-head model with the screen's protocol
 #: (base 0, data streams 0 and 1, 300 steps): ``(head seed, final token accuracy on stream 0,
 #: on stream 1)``, rounded to 3 decimals (no value lies within 0.001 of a threshold). Run
-#: outside the book on 2026-11-26 (2-core CPU, torch 2.13.0+cpu; 60 one-head runs, ~2 min,
-#: more than the fast budget allows); :func:`random_heads_alone_runs` gives the runs that
+#: outside the book (60 one-head runs, ~2 min on the project's 2-core CPU, more than the
+#: fast budget allows); :func:`random_heads_alone_runs` gives the runs that
 #: reproduce it (``[r.run() for r in ch.random_heads_alone_runs()]``).
 RANDOM_HEADS_ALONE = (
     (45000, 0.468, 0.986),
@@ -756,7 +756,7 @@ def diagonal_counts(outcomes) -> dict:
 #: The dyn claim "a run with a diagonal head succeeds": the fraction of K-head runs with a
 #: head past attention accuracy 0.5 that also succeed, at least this. Fast mode: every one
 #: (the claim as first stated). Full mode: 0.95, **set after** the papers'-scale runs of
-#: 2026-11-27 (``benchmarks/full_ch5``), where 93 of 94 such runs succeed; the exception is
+#: ``benchmarks/full_ch5``, where 93 of 94 such runs succeed; the exception is
 #: an all-bad run whose head turned late and was still climbing at the step budget
 #: (token accuracy 0.38, 0.52, 0.79 at steps 120, 160, 200). Its converse, every success
 #: has a diagonal head, is checked strictly in both modes (93 of 93 there).

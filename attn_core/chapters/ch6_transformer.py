@@ -132,7 +132,7 @@ class TransformerCopyConfig(CopyTraining, Experiment):
 
     def cache_config(self) -> dict:
         """Every field, except ``emb_std`` at its default 1.0: the field was added after the
-        stored results (#29), and a record without it is the N(0, 1) words they were
+        stored results, and a record without it is the N(0, 1) words they were
         computed with, so their records and file names stay what they were."""
         out = super().cache_config()
         if out["emb_std"] == 1.0:
@@ -186,7 +186,7 @@ SWEEP_CONDITIONS = {
     "pos_std 0.1": ({"pos_std": 0.1}, "permutation"),
     "sinusoidal": ({"positions": "sinusoidal"}, "permutation"),
     "relative": ({"positions": "relative"}, "permutation"),
-    # added for #29: one head, to compare like with like with chapter 4's one-head LSTM,
+    # added later: one head, to compare like with like with chapter 4's one-head LSTM,
     # and words as small as the positions (the common N(0, 0.02²) of both)
     "1 head": ({"heads": 1}, "permutation"),
     "1 head, control": ({"heads": 1}, "control"),

@@ -1,5 +1,5 @@
 """Chapter 7 -- the end of the sequence: why one end token makes permutations hard (the
-book's own experiment, issue #36).
+book's own experiment).
 
 Chapter 4's ablation (``benchmarks/authors_copy/ablation.json``) found that the end-of-
 sequence token alone turns permutation copying from mostly learned (the context projection
@@ -115,7 +115,8 @@ CONDITIONS = {
 }
 #: The lengths of the effect's measurement (item 1); the ablations run at L = 20.
 LENGTHS = (10, 20, 40)
-#: Seeds of every fast condition (issue #36: at least 40).
+#: Seeds of every fast condition (at least 40: rates with intervals narrow enough to tell
+#: the conditions apart).
 SEEDS = tuple(range(40))
 
 
@@ -299,9 +300,9 @@ def row_name(name: str, length: int = 20, task: str = "permutation") -> str:
     return f"{name}, L={length}" + (", control" if task == "control" else "")
 
 
-#: Every row of the stored sweep: row name -> (condition, length, task). Item 1 of issue
-#: #36 first (no end token against both sides, on permutations and the control, at each of
-#: :data:`LENGTHS`), then every other condition on permutations at L = 20; 40 seeds each.
+#: Every row of the stored sweep: row name -> (condition, length, task). The end token's
+#: effect first (no end token against both sides, on permutations and the control, at each
+#: of :data:`LENGTHS`), then every other condition on permutations at L = 20; 40 seeds each.
 SWEEP_ROWS = {row_name(n, L, t): (n, L, t) for L in LENGTHS
               for t in ("permutation", "control") for n in ("none", "both")}
 SWEEP_ROWS.update({row_name(n): (n, 20, "permutation") for n in CONDITIONS
@@ -838,7 +839,7 @@ class EndHeadsRun(HeadsRun):
         return super().probes(task) + [CopyOnly(task.vocab)]
 
 
-#: Chapter 5's multi-head rescue with and without the end token (issue #36 item 4): chapter
+#: Chapter 5's multi-head rescue with and without the end token: chapter
 #: 5's fast model (GRUs, a projection per head, the heads' contexts averaged, no biases,
 #: every run on chapter 5's one base initialisation) with K fresh random heads drawn as
 #: chapter 5 draws its random K-head runs: row -> (K, the end token on both sides).
@@ -927,7 +928,7 @@ def load_rescue(path: str | Path | None = None) -> dict:
 
 
 # ------------------------------------------- does the first step predict the outcome?
-#: The sweep rows whose step-0 push (:func:`push_probe`) is stored (issue #36 item 3): the
+#: The sweep rows whose step-0 push (:func:`push_probe`) is stored: the
 #: eight conditions at L = 20 of the mechanism runs (``benchmarks/ch7_end_token``).
 PUSH_ROWS = tuple(row_name(n) for n in ("none", "both", "source", "target", "masked",
                                         "no end gradient", "start", "varying"))
@@ -1074,9 +1075,9 @@ def push_prediction(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL) -> d
 
 
 #: The largest relative difference allowed between a step-0 push computed now and its
-#: stored value (of the row's largest |push|). Measured 2026-11-27 on an AMD EPYC (torch
-#: 2.13.0): at most 4e-7 over the CPU capabilities default and avx2 at one and two threads
-#: (0 on the stored platform); another seed's model differs by order 1.
+#: stored value (of the row's largest |push|): 250 times the largest difference measured
+#: over the CPU capabilities default and avx2 at one and two threads (benchmarks/README.md);
+#: another seed's model differs by order 1.
 PUSH_TOLERANCE = 1e-4
 
 
@@ -1132,7 +1133,7 @@ def draw_push(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL):
     return fig
 
 
-#: The push's prediction tested on fresh seeds (issue #36 item 3): the six conditions where
+#: The push's prediction tested on fresh seeds: the six conditions where
 #: seeds 0-39 found it (AUC 0.72-0.87, p <= 0.014), trained again on seeds 40-79, chosen
 #: and run after that finding (``benchmarks/ch7_end_token/predict.py --held-out``).
 HELD_OUT_ROWS = tuple(row_name(n) for n in ("none", "source", "target", "masked",

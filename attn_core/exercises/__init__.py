@@ -161,7 +161,7 @@ def expect_close(got, want, what: str, hint: str = "", rtol: float = 1e-5,
 
     The hint says where the first entry is off and what the reader's value is there, never the
     expected one: a learner who copied expected entries from the hints would reach ✓ without
-    the formula (issue #30). The first entry off, not the worst: the worst entry of a constant
+    the formula. The first entry off, not the worst: the worst entry of a constant
     answer would point at the reference's largest one."""
     want = np.asarray(want, dtype=np.float64)
     arr = expect_shape(got, want.shape, what)

@@ -15,8 +15,8 @@
 
 Each checker accepts float32 work (its tolerance is a module constant, stated in the exercise's
 text), and a hint names the mistake and the case it shows on, never a value of the reference
-that a learner could copy into the next try (issue #30; ``tests/test_exercises_ch4.py`` plays
-that gaming learner).
+that a learner could copy into the next try (``tests/test_exercises_ch4.py`` plays that
+gaming learner).
 
 Used in ``notebooks/04_permutation_copy.ipynb`` as ``from attn_core.exercises import ch4 as
 ex``; see :mod:`attn_core.exercises` for the pattern.
@@ -44,7 +44,7 @@ __all__ = ["check_luong_attention", "check_guessing_level", "check_scaled_counts
 #: softmax over the wrong axis).
 ATTENTION_SHAPES = ((2, 4, 6, 5), (3, 5, 3, 4), (2, 5, 5, 3))
 #: Each shape's case in words, by the sign of T − L (a hint names the case, never a number:
-#: #30's gaming learner must not read the reference's values off a hint).
+#: a gaming learner must not read the reference's values off a hint).
 _ATTENTION_CASE_NAMES = {-1: "the case with fewer output steps than source positions",
                          1: "the case with more output steps than source positions",
                          0: "the square case, as many output steps as source positions"}

@@ -214,7 +214,7 @@ def check_head_labels(head_labels):
 NEEDED_CASES = ((0.47, 0.9), (0.47, 0.99), (0.2, 0.9), (0.85, 0.99), (0.95, 0.9),
                 (0.01, 0.5), (0.3, 0.99), (0.6, 0.7))
 #: Pairs whose ratio ln(1 − target) / ln(1 − p) is a whole number (2, 3, 2): K heads reach the
-#: target exactly, so floor(ratio) + 1 is one too many (issue #30). 1 − p and 1 − target are
+#: target exactly, so floor(ratio) + 1 is one too many. 1 − p and 1 − target are
 #: powers of 2, so the closed form gives that whole number exactly, in float64 and float32.
 EXACT_CASES = ((0.5, 0.75), (0.5, 0.875), (0.75, 0.9375))
 NEEDED_CASES = NEEDED_CASES + EXACT_CASES

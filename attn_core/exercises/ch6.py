@@ -120,7 +120,7 @@ _OUT_HINTS = {
 
 def _expect_attention(a_got: np.ndarray, a_ref: np.ndarray) -> None:
     """:class:`Wrong` unless alpha is the reference's; the hint says what kind of wrong it is,
-    never the reference's values (issue #30: a gaming learner must not read them off)."""
+    never the reference's values (a gaming learner must not read them off)."""
     if not np.all(np.isfinite(a_got)):
         raise Wrong("alpha contains NaN or inf: a softmax of an overflowing score? "
                     "torch.softmax subtracts the maximum for you")
