@@ -21,7 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["is_int", "MAX_DIM", "MAX_ELEMENTS", "check_dim", "check_numel", "check_int", "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
+__all__ = ["is_int", "MAX_DIM", "MAX_ELEMENTS", "check_dim", "check_numel", "check_int",
+           "check_real", "check_prob", "check_bool", "check_choice", "check_seeds",
            "check_fractions",
            "check_generator", "check_int_tuple", "check_token_ids", "check_index_tensor",
            "check_sequences", "check_pair", "check_indices", "check_token_batches",
@@ -50,8 +51,9 @@ def check_numel(what: str, shape) -> None:
     for d in shape:
         n *= int(d)
     if n > MAX_ELEMENTS:
-        raise ValueError(f"{what} would hold {n:,} elements (shape {tuple(int(d) for d in shape)}); "
-                         f"at most {MAX_ELEMENTS:,} (2^31) are allowed: are its sizes right?")
+        shape = tuple(int(d) for d in shape)
+        raise ValueError(f"{what} would hold {n:,} elements (shape {shape}); at most "
+                         f"{MAX_ELEMENTS:,} (2^31) are allowed: are its sizes right?")
 
 
 def is_int(value) -> bool:
@@ -356,7 +358,7 @@ def check_pair(a_name: str, a, b_name: str, b, vocab: int | None = None) -> None
 
 
 def check_indices(name: str, t, shape, n: int, what: str = "token ids", size: str = "vocab",
-                   floating: bool = False) -> None:
+                  floating: bool = False) -> None:
     """``t``: indices in ``[0, n)`` (see :func:`~attn_core.checks.check_index_tensor`) of
     exactly ``shape``."""
     check_index_tensor(name, t, n, what, size, floating)

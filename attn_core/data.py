@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .checks import (check_bool, check_choice, check_dim, check_generator, check_int_array,
-                     check_real, check_token_ids, is_int)
+from .checks import (check_bool, check_choice, check_dim, check_generator, check_int,
+                     check_int_array, check_real, check_token_ids, is_int)
 
 __all__ = ["KeywordTask", "CopyTask", "EndToken", "TopicTask", "COPY_DISTRIBUTIONS",
            "EOS_SIDES", "topic_sentences", "PurityGradedTask", "MarkovPairTask",
@@ -446,7 +446,7 @@ class _SeededDataSet:
         """The same task with its data set drawn from ``seed`` (itself if ``seed`` is its seed;
         the training engine gives each member the data set of its own data seed: real
         replicates)."""
-        seed = check_dim("seed", seed, 0)
+        seed = check_int("seed", seed, 0)
         return self if seed == self.seed else dataclasses.replace(self, seed=seed)
 
 
@@ -479,7 +479,7 @@ class TopicTask(_SeededDataSet):
         check_dim("n_nontopic", self.n_nontopic, 1)
         check_dim("n_train", self.n_train, 1)
         check_dim("n_test", self.n_test, 1)
-        g = torch.Generator().manual_seed(check_dim("seed", self.seed, 0))
+        g = torch.Generator().manual_seed(check_int("seed", self.seed, 0))
         J, K = self.n_topics, self.words_per_topic
         sets = [list(range(j * K, (j + 1) * K)) for j in range(J)]
         d = topic_sentences(sets, range(J * K, J * K + self.n_nontopic), self.m,
@@ -558,7 +558,7 @@ class PurityGradedTask(_SeededDataSet):
         m = check_dim("m", self.m, 2)
         V = check_dim("n_nontopic", self.n_nontopic, 1)
         n_test = check_dim("n_test", self.n_test, 1)
-        g = torch.Generator().manual_seed(check_dim("seed", self.seed, 0))
+        g = torch.Generator().manual_seed(check_int("seed", self.seed, 0))
         n_c = K * R
         y = torch.arange(2).repeat_interleave(n_c)                        # class 0, then 1
         rare = 2 + y * K + torch.arange(K).repeat_interleave(R).repeat(2)
@@ -642,7 +642,7 @@ class MarkovPairTask(_SeededDataSet):
                              f"use distinct words); got {V}")
         L = check_dim("length", self.length, 2)
         n = check_dim("n_train", self.n_train, 1) + check_dim("n_test", self.n_test, 1)
-        g = torch.Generator().manual_seed(check_dim("seed", self.seed, 0))
+        g = torch.Generator().manual_seed(check_int("seed", self.seed, 0))
         pairs = torch.randperm(V, generator=g)[:4 * P].view(2 * P, 2)     # topic by topic
         follow = torch.full((2, V), -1, dtype=torch.long)                 # MC_y's fixed moves
         for y in (0, 1):
@@ -736,7 +736,7 @@ class BagTask:
         (every score is masked) and would give a NaN loss."""
         from collections import Counter
 
-        check_dim("min_count", min_count, 1)
+        check_int("min_count", min_count, 1)
         train_tokens = _check_bags("train_tokens", train_tokens)
         train_labels = _check_labels("train_labels", train_labels, len(train_tokens))
         if (test_tokens is None) != (test_labels is None):
@@ -887,7 +887,7 @@ def sst2_task(directory, min_count: int = 1) -> BagTask:
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"directory must be a folder path (str or os.PathLike); got "
                         f"{type(directory).__name__} {directory!r}")
-    check_dim("min_count", min_count, 1)
+    check_int("min_count", min_count, 1)
     directory = Path(directory)
     tr_tok, tr_y = read_sst2_tsv(directory / "train.tsv")
     te_tok, te_y = read_sst2_tsv(directory / "dev.tsv")
@@ -975,7 +975,7 @@ class ParallelCorpusTask:
         V = check_dim("vocab", self.vocab, 2)
         L = check_dim("length", self.length, 1)
         check_dim("n_pairs", self.n_pairs, 1)
-        check_dim("seed", self.seed, 0)
+        check_int("seed", self.seed, 0)
         for name in ("zipf", "reorder"):
             val = getattr(self, name)
             if isinstance(val, bool) or not isinstance(val, (int, float)):
@@ -1072,7 +1072,7 @@ class ParallelCorpusTask:
     def held_out(self, n: int, seed: int = 1) -> dict[str, Tensor]:
         """``n`` fresh pairs from the same distribution (drawn from ``seed``), as a model batch."""
         n = check_dim("n", n, 1)
-        g = torch.Generator().manual_seed(check_dim("seed", seed, 0) + 7_919 * (self.seed + 1))
+        g = torch.Generator().manual_seed(check_int("seed", seed, 0) + 7_919 * (self.seed + 1))
         return self.to_batch(*self._draw(n, g))
 
     def sample(self, generator: torch.Generator, batch_size: int) -> dict[str, Tensor]:

@@ -202,7 +202,7 @@ class Seq2SeqObjective:
         }
         if "align" in batch:
             check_indices("batch['align']", batch["align"], tgt.shape, batch["src"].shape[2],
-                           "source positions", "L")
+                          "source positions", "L")
             # attention accuracy: argmax of the head-averaged attention is the aligned position
             att = out["alpha"].mean(1).argmax(-1)  # (S, B, T)
             hit = (att == batch["align"]).float().flatten(1)

@@ -162,7 +162,7 @@ def write_manifest() -> Path:
     """Write ``MANIFEST.json``: the sha256 of every stored file (atomically)."""
     files = {_relative(p): _sha256(p) for p in _stored_files()}
     write_json(STORE / MANIFEST, {"format": 1, "sha256": files,
-                                   "written": time.strftime("%Y-%m-%d %H:%M:%S")})
+                                  "written": time.strftime("%Y-%m-%d %H:%M:%S")})
     return STORE / MANIFEST
 
 
@@ -198,14 +198,19 @@ def verify_file(path: Path) -> Path:
     return path
 
 
-def write_json(path: Path, data) -> None:
-    """Write ``data`` as JSON to ``path`` atomically (a temporary file, then a rename); no
-    NaN or infinity (JSON has none: ValueError)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file path; got {type(path).__name__}")
-    path = Path(path)
-    text = json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
+def write_json(path: Path, data, compact: bool = False, what: str = "data") -> Path:
+    """Write ``data`` as JSON to ``path`` atomically (a temporary file, then a rename),
+    indented or ``compact``; returns the path. ``data`` (named ``what`` in the error) may
+    hold no NaN or infinity: JSON has none (ValueError)."""
+    path = check_path("path", path)
+    layout = {"separators": (",", ":")} if compact else {"indent": 1}
+    try:
+        text = json.dumps(data, sort_keys=True, allow_nan=False, **layout) + "\n"
+    except ValueError:
+        raise ValueError(f"{what} must hold finite numbers only: JSON has no NaN or infinity "
+                         f"(a diverged run? it cannot be stored)") from None
     atomic_write(path, lambda f: f.write(text), binary=False)
+    return path
 
 
 # ---------------------------------------------------------------------------------- rows
@@ -224,13 +229,10 @@ def load_rows(path, package_file: Path, configs: dict, maker: str, script: str,
     for what, fn in (("make_row", make_row), ("check_row", check_row)):
         if not callable(fn):
             raise TypeError(f"{what} must be callable; got {type(fn).__name__}")
-    if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file path (str or Path) or None (the package's own "
-                        f"file); got {type(path).__name__} {path!r:.40}")
     if path is None and env_stored() == "off":
         return {name: make_row(cfg, cfg.run()) for name, cfg in configs.items()}
     package_file = Path(package_file)
-    path = package_file if path is None else Path(path)
+    path = package_file if path is None else check_path("path", path)
     if path.resolve() == package_file.resolve():
         verify_file(path)
     try:
@@ -404,7 +406,7 @@ def build_envelope(name: str, record: dict, eval_steps, live: int, tokens: int,
 def write_envelopes(checks: dict, note: dict | None = None) -> Path:
     """Write ``envelopes.json`` (``checks``: name -> :func:`build_envelope`) and the manifest."""
     write_json(STORE / ENVELOPES, {"format": 1, "factor": FACTOR, **(note or {}),
-                                    "checks": checks})
+                                   "checks": checks})
     write_manifest()
     return STORE / ENVELOPES
 

@@ -20,6 +20,7 @@ book. These tests
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
@@ -166,6 +167,7 @@ def test_no_myst_syntax_survives_a_jupyter_render(path):
 # ---------------------------------------------------------------------- the portable forms
 
 
+@functools.lru_cache(maxsize=None)
 def _glossary_anchors() -> dict[str, str]:
     """{anchor: term}: the ids Sphinx gives book/glossary.md's terms."""
     from sphinx.util.nodes import _make_id
@@ -175,16 +177,18 @@ def _glossary_anchors() -> dict[str, str]:
     return {_make_id(f"term-{t}"): t for t in terms}
 
 
-def _bib_keys() -> set[str]:
+@functools.lru_cache(maxsize=None)
+def _bib_keys() -> frozenset[str]:
     bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
-    return set(re.findall(r"^@\w+\{([^,\s]+),", bib, flags=re.M))
+    return frozenset(re.findall(r"^@\w+\{([^,\s]+),", bib, flags=re.M))
 
 
-def _book_pages() -> set[str]:
+@functools.lru_cache(maxsize=None)
+def _book_pages() -> frozenset[str]:
     import yaml
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return {toc["root"], *(e["file"] for e in toc.get("chapters", []))}
+    return frozenset({toc["root"], *(e["file"] for e in toc.get("chapters", []))})
 
 
 def link_problems(links: list[str]) -> list[str]:

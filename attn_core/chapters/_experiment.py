@@ -184,10 +184,12 @@ class Experiment:
             run = (int(seed), None if data_seeds is None else int(data_seeds[i]),
                    None if not kwargs else repr([(k, kwargs[k][i]) for k in sorted(kwargs)]))
             if run in seen:
-                what = "seed" if data_seeds is None and not kwargs else "seed, data seed and settings"
-                raise ValueError(f"{type(self).__name__}: members {seen[run]} and {i} are the same "
-                                 f"run (the same {what}, seed {int(seed)}): a run given twice "
-                                 f"would be trained twice and counted as two; give each once")
+                what = ("seed" if data_seeds is None and not kwargs
+                        else "seed, data seed and settings")
+                raise ValueError(f"{type(self).__name__}: members {seen[run]} and {i} are the "
+                                 f"same run (the same {what}, seed {int(seed)}): a run given "
+                                 f"twice would be trained twice and counted as two; give each "
+                                 f"once")
             seen[run] = i
 
     def train(self, progress: bool = True) -> History:

@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from .. import plotting
-from ..checks import (check_bool, check_choice, check_dim, check_generator, check_int, check_real,
-                      check_token_batches)
+from ..checks import (check_bool, check_choice, check_dim, check_fraction_array,
+                      check_generator, check_int, check_real, check_token_batches)
 from ..config import Preset, env_max_steps, first_seeds
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
 from ..metrics import first_step, fisher_exact, newcombe_interval, success_rate
@@ -258,12 +258,8 @@ def succeeded(history, at: int = -1, level: float = SUCCESS_LEVEL) -> np.ndarray
     (S,) bool."""
     check_history(history, metrics=("token_acc",))
     level = check_real("level", level, 0.0, 1.0)
-    acc = np.asarray(history.metrics["token_acc"], dtype=float)
+    acc = check_fraction_array("history.metrics['token_acc']", history.metrics["token_acc"])
     at = check_int("at", at, -acc.shape[1], acc.shape[1] - 1)
-    if not np.all((acc >= 0) & (acc <= 1)):         # NaN fails too
-        raise ValueError(f"history.metrics['token_acc'] must hold fractions in [0, 1] (not "
-                         f"percent); got values in [{np.nanmin(acc):g}, {np.nanmax(acc):g}]"
-                         f"{' and NaN' if np.isnan(acc).any() else ''}")
     return acc[:, at] > level
 
 

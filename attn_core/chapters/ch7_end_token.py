@@ -14,7 +14,6 @@ goes, by position class, at every evaluation.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -27,8 +26,8 @@ from ..config import Preset, first_seeds
 from ..data import CopyTask, EndToken
 from ..metrics import fisher_exact, wilson_interval
 from ..models import forward_masks
-from ..stored import (CheckReport, atomic_write, check_path, check_row_inputs, config_record,
-                      load_rows, worst_live_check)
+from ..stored import (CheckReport, check_row_inputs, config_record, load_rows,
+                      worst_live_check, write_json)
 from ..training import eval_schedule
 from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
 from .ch5_multihead import RESCUE, HeadsRun
@@ -368,17 +367,10 @@ def write_sweep(rows: dict, path: str | Path = SWEEP_FILE, note: str = "") -> Pa
     if not isinstance(rows, dict) or not rows:
         raise TypeError(f"rows must be a non-empty dict of sweep rows; got "
                         f"{type(rows).__name__}")
-    path = check_path("path", path)
     data = dict(rows)
     if note:
         data["_about"] = str(note)
-    try:
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
-    except ValueError:
-        raise ValueError("rows must hold finite numbers only: JSON has no NaN or infinity "
-                         "(a diverged run? its row cannot be stored)") from None
-    atomic_write(path, lambda f: f.write(text), binary=False)
-    return Path(path)
+    return write_json(path, data, compact=True, what="rows")
 
 
 #: The rows whose first seed the chapter trains again now (stored whole,
