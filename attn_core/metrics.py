@@ -10,6 +10,9 @@
   :func:`alignment_accuracy` (argmax over source positions against a gold alignment),
   :func:`leave_one_out` (the slides' Δ_l).
 - Chapter 5: :func:`classify_heads`, :func:`verdict_repeat`, :func:`first_to_diagonal`.
+- Stored rows (chapters 6 and 7): :func:`row_successes` (which runs of a row are above a
+  level at a step), :func:`outcome_auc` and :func:`auc_null` (how well one number a run
+  predicts its outcome, with its permutation null).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from .checks import (check_bool, check_bool_array, check_fractions, check_int, c
 __all__ = ["keyword_probe", "first_step", "holds_from", "wilson_interval", "success_rate",
            "topic_purity", "attended_words", "sen_probe", "eq8_rates", "rank_correlation",
            "t_interval", "wilson_rate_interval", "rate_difference", "newcombe_interval",
-           "fisher_exact", "classify_heads", "verdict_repeat", "first_to_diagonal", "agreement",
-           "agreement_by_member", "agreement_baseline", "kendall_tau", "alignment_accuracy", "leave_one_out"]
+           "fisher_exact", "row_successes", "auc_null", "outcome_auc", "classify_heads",
+           "verdict_repeat", "first_to_diagonal", "agreement", "agreement_by_member",
+           "agreement_baseline", "kendall_tau", "alignment_accuracy", "leave_one_out"]
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -199,6 +203,84 @@ def success_rate(ok) -> tuple[float, float, float]:
 
 
 # --------------------------------------------------------------------------- chapter 2 (LMN)
+def row_successes(row, level: float, key: str = "copy_acc", step: int | None = None):
+    """The runs of a stored row (:mod:`attn_core.rows`: a dict with ``eval_steps`` and
+    ``key`` as (runs, evaluations)) whose ``key`` is above ``level`` at evaluation step
+    ``step`` (default: the last): a 1-D bool array, one entry a run. With
+    :func:`success_rate` it gives a stored row's success rate and its interval."""
+    if not isinstance(row, dict) or key not in row or "eval_steps" not in row:
+        raise TypeError(f"row must be a stored row (a dict with eval_steps and {key!r})")
+    level = check_real("level", level, 0.0, 1.0)
+    steps = list(row["eval_steps"])
+    values = check_real_array(f"row[{key!r}]", row[key])
+    if values.ndim != 2 or values.shape[1] != len(steps):
+        raise ValueError(f"row[{key!r}] must be (runs, evaluations) = (runs, {len(steps)}); "
+                         f"got shape {values.shape}")
+    if step is None:
+        j = len(steps) - 1
+    else:
+        step = check_int("step", step, 0)
+        if step not in steps:
+            raise ValueError(f"step must be one of the row's evaluation steps {steps}; got "
+                             f"{step}")
+        j = steps.index(step)
+    return values[:, j] > level
+
+
+def _check_scores(score, ok, what: str = "score") -> tuple[np.ndarray, np.ndarray]:
+    """``score`` as a 1-D float array of finite numbers and ``ok`` as a bool array of its
+    shape; TypeError or ValueError naming them otherwise."""
+    try:
+        score = np.asarray(score, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an array of numbers; got "
+                        f"{type(score).__name__}") from None
+    if score.ndim != 1 or score.size < 2 or not np.isfinite(score).all():
+        raise ValueError(f"{what} must be a 1-D array of at least 2 finite numbers; got "
+                         f"shape {score.shape}")
+    ok = np.asarray(ok)
+    if ok.dtype != bool:
+        raise TypeError(f"ok must be a bool array; got dtype {ok.dtype}")
+    if ok.shape != score.shape:
+        raise ValueError(f"ok must be a bool array of the {what}'s shape {score.shape}; got "
+                         f"{ok.shape}")
+    return score, ok
+
+
+def auc_null(score, ok, shuffles: int, rng, what: str = "score") -> tuple[float, np.ndarray]:
+    """The AUC of ``score`` for the outcomes ``ok`` (both kinds present: P(a run with ``ok``
+    scores above one without, ties counted half; the Mann-Whitney form) and its
+    ``shuffles`` values under random reassignments of the outcomes drawn from ``rng`` (a
+    :class:`numpy.random.Generator`): the AUC and its permutation null."""
+    score, ok = _check_scores(score, ok, what)
+    if ok.all() or not ok.any():
+        raise ValueError("ok must hold runs that succeed and runs that fail: the AUC "
+                         "compares the two")
+    shuffles = check_int("shuffles", shuffles, 1, 10 ** 7)   # (shuffles, runs) in memory
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    ranks = _average_ranks(score)
+    n_pos, n_neg = int(ok.sum()), int((~ok).sum())
+
+    def auc(labels):
+        return (labels @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+    null = auc(rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1))
+    return float(auc(ok.astype(float))), null
+
+
+def outcome_auc(score, ok, shuffles: int = 20000, seed: int = 0) -> tuple[float, float]:
+    """How well ``score`` (one number a run) separates the runs that succeed (``ok`` True)
+    from those that fail: the area under the ROC curve (:func:`auc_null`) and its
+    permutation p-value (``shuffles`` random reassignments of the outcomes, seeded by
+    ``seed``; two-sided: (1 + the shuffles at least as far from 0.5) / (1 + ``shuffles``),
+    never 0)."""
+    seed = check_int("seed", seed, 0)
+    a, null = auc_null(score, ok, shuffles, np.random.default_rng(seed))
+    p = float((1 + (np.abs(null - 0.5) >= abs(a - 0.5) - 1e-12).sum()) / (1 + len(null)))
+    return a, p
+
+
 def topic_purity(x, y, vocab: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
     """Topic purity δ(w) = |δ⁺(w) − δ⁻(w)| of every word (LMN §5), and its occurrence.
 

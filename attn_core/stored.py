@@ -61,13 +61,12 @@ __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOK
            "build_envelope", "check_record", "differences", "run_check", "step_cap",
            "write_envelopes", "config_record", "load_envelope", "platform", "ROWS",
            "platform_key", "stored_path", "stored_run", "store", "verify_file",
-           "write_manifest", "write_json", "load_entry", "load_rows", "check_row_inputs",
-           "check_path"]
+           "write_manifest", "write_json", "load_entry", "check_path"]
 
 _PACKAGE = Path(__file__).resolve().parent
 #: Where stored entries live (inside the package, so a pip install carries them).
 STORE = _PACKAGE / "stored_results"
-#: Where the stored rows of the chapters' sweeps live (JSON files, :func:`load_rows`); the
+#: Where the stored rows of the chapters' sweeps live (JSON files, :mod:`attn_core.rows`); the
 #: manifest covers every ``*.json`` there.
 ROWS = _PACKAGE / "chapters" / "data"
 #: The file in STORE with the sha256 of every stored file (:func:`write_manifest`).
@@ -211,60 +210,6 @@ def write_json(path: Path, data, compact: bool = False, what: str = "data") -> P
                          f"(a diverged run? it cannot be stored)") from None
     atomic_write(path, lambda f: f.write(text), binary=False)
     return path
-
-
-# ---------------------------------------------------------------------------------- rows
-def load_rows(path, package_file: Path, configs: dict, maker: str, script: str,
-              make_row, check_row) -> dict:
-    """The rows of the stored sweep ``path`` (None: ``package_file``, the package's own copy,
-    which must match the manifest) for ``configs`` (condition name -> the configuration its
-    row must record; ``maker`` names the function that made them), each present, of that
-    configuration and complete; ValueError naming the file and ``script`` otherwise. With
-    ``ATTN_STORED=off`` and no ``path``, every condition is trained now (cached) instead.
-    ``make_row(cfg, history)`` makes a row from a trained run and ``check_row(path, name,
-    row, cfg, script)`` checks a stored one (raising ValueError): the chapter's own."""
-    if not isinstance(configs, dict) or not configs:
-        raise TypeError(f"configs must be a non-empty dict (condition name -> config); got "
-                        f"{type(configs).__name__}")
-    for what, fn in (("make_row", make_row), ("check_row", check_row)):
-        if not callable(fn):
-            raise TypeError(f"{what} must be callable; got {type(fn).__name__}")
-    if path is None and env_stored() == "off":
-        return {name: make_row(cfg, cfg.run()) for name, cfg in configs.items()}
-    package_file = Path(package_file)
-    path = package_file if path is None else check_path("path", path)
-    if path.resolve() == package_file.resolve():
-        verify_file(path)
-    try:
-        rows = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"the stored sweep {path} is missing: run {script}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"the stored sweep {path} is not valid JSON ({e}): run "
-                         f"{script} again") from None
-    for name, cfg in configs.items():
-        if name not in rows:
-            raise ValueError(f"the stored sweep {path} has no row {name!r}: run {script}")
-        if rows[name].get("config") != config_record(cfg):
-            raise ValueError(f"the stored sweep {path}: row {name!r} was computed with "
-                             f"another configuration than {maker}({name!r}); run "
-                             f"{script} to recompute it")
-        check_row(path, name, rows[name], cfg, script)
-    return rows
-
-
-def check_row_inputs(cfg, h, kind: type, metrics=(), probes=()) -> None:
-    """A row builder's inputs: ``cfg`` a ``kind`` config and ``h`` the History of its run,
-    recording ``metrics`` and ``probes``; TypeError or ValueError naming ``cfg`` or ``h``."""
-    if not isinstance(cfg, kind):
-        raise TypeError(f"cfg must be a {kind.__name__}; got {type(cfg).__name__}")
-    if not isinstance(h, History):
-        raise TypeError(f"h must be the History of cfg's run; got {type(h).__name__}")
-    for group, keys in (("metrics", metrics), ("probes", probes)):
-        missing = [k for k in keys if k not in getattr(h, group)]
-        if missing:
-            raise ValueError(f"h must record the {group} {missing} (a run of cfg records "
-                             f"them); it has {sorted(getattr(h, group))}")
 
 
 def check_path(name: str, path) -> Path:

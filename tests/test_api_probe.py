@@ -32,7 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from attn_core import cache, claims, config, data, metrics, models, plotting, stacked  # noqa: E402
-from attn_core import theory, training  # noqa: E402
+from attn_core import rows, theory, training  # noqa: E402
 from attn_core.chapters import ch1_gated, ch2_sen, ch3_ibm1, ch4_copy, ch5_multihead  # noqa: E402
 from attn_core.chapters import ch6_transformer, ch7_end_token  # noqa: E402
 
@@ -742,6 +742,44 @@ METRICS = [
          "x must hold integer token ids"),
     case("leave_one_out-id-vocab",
          lambda: metrics.leave_one_out(CLASSIFIER, ids(1, 2, 3, value=4)), "token ids"),
+    case("outcome_auc-score-2d", lambda: metrics.outcome_auc([[1, 2, 3]], OK3),
+         "score must be a 1-D array"),
+    case("outcome_auc-score-nan", lambda: metrics.outcome_auc([1, NAN, 3], OK3),
+         "score must be a 1-D array of at least 2 finite"),
+    case("outcome_auc-score-str", lambda: metrics.outcome_auc("abc", OK3),
+         "score must be an array of numbers"),
+    case("outcome_auc-ok-int", lambda: metrics.outcome_auc([1, 2, 3], [1, 0, 1]),
+         "ok must be a bool array"),
+    case("outcome_auc-ok-shape", lambda: metrics.outcome_auc([1, 2, 3], [True, False]),
+         r"ok must be a bool array of the score's shape \(3,\)"),
+    case("outcome_auc-ok-all", lambda: metrics.outcome_auc([1, 2, 3], [True] * 3),
+         "ok must hold runs that succeed and runs that fail"),
+    case("outcome_auc-shuffles-0", lambda: metrics.outcome_auc([1, 2, 3], OK3, 0),
+         "shuffles must be an int"),
+    case("outcome_auc-seed-negative",
+         lambda: metrics.outcome_auc([1, 2, 3], OK3, seed=-1), "seed must be an int"),
+    case("auc_null-rng-int", lambda: metrics.auc_null([1, 2, 3], OK3, 10, 5),
+         "rng must be a numpy.random.Generator"),
+    case("auc_null-shuffles-huge",
+         lambda: metrics.auc_null([1, 2, 3], OK3, 10 ** 8, np.random.default_rng(0)),
+         "shuffles must be an int"),
+    case("auc_null-ok-none", lambda: metrics.auc_null([1, 2, 3], [False] * 3, 10,
+                                                      np.random.default_rng(0)),
+         "ok must hold runs that succeed and runs that fail"),
+    case("row_successes-row-int", lambda: metrics.row_successes(5, 0.9),
+         "row must be a stored row"),
+    case("row_successes-level-percent", lambda: metrics.row_successes(ROW7, 95),
+         "level must be"),
+    case("row_successes-key-missing", lambda: metrics.row_successes(ROW7, 0.9, "acc"),
+         "row must be a stored row .*'acc'"),
+    case("row_successes-step-unevaluated", lambda: metrics.row_successes(ROW7, 0.9, step=7),
+         "step must be one of the row's evaluation steps"),
+    case("row_successes-values-1d",
+         lambda: metrics.row_successes({"eval_steps": [0, 1], "copy_acc": [0.5, 0.9]}, 0.9),
+         r"row\['copy_acc'\] must be \(runs, evaluations\)"),
+    case("row_successes-values-nan",
+         lambda: metrics.row_successes({"eval_steps": [0], "copy_acc": [[NAN]]}, 0.9),
+         "row\\['copy_acc'\\]"),
 ]
 
 
@@ -2119,21 +2157,6 @@ CHAPTERS = [
     case("load_full_sweep-path-missing", lambda: ch6_transformer.load_full_sweep(NO_FILE),
          "the stored sweep .* is missing"),
     case("load_full_sweep-path-int", lambda: ch6_transformer.load_full_sweep(5), "path"),
-    case("check_row_arrays-row-missing-key",
-         lambda: ch6_transformer.check_row_arrays("f.json", "r", {}, {"a": (2,)}, "fix"),
-         "row 'r' has no numeric 'a'"),
-    case("check_row_arrays-row-int",
-         lambda: ch6_transformer.check_row_arrays("f.json", "r", 5, {"a": (2,)}, "fix"),
-         "row 'r' has no numeric 'a'"),
-    case("check_row_arrays-shape",
-         lambda: ch6_transformer.check_row_arrays("f.json", "r", {"a": [1, 2, 3]}, {"a": (2,)},
-                                                  "fix"), r"'a' has shape \(3,\)"),
-    case("check_row_arrays-nan",
-         lambda: ch6_transformer.check_row_arrays("f.json", "r", {"a": [1, NAN]}, {"a": (2,)},
-                                                  "fix"), r"'a' has shape .*finite"),
-    case("check_row_arrays-shapes-int",
-         lambda: ch6_transformer.check_row_arrays("f.json", "r", {"a": [1, 2]}, 5, "fix"),
-         "shapes"),
     # ch7: the end token's config, sweep, stored rows, figures and statistics
     case("EndTokenConfig-push-int", lambda: ch7_end_token.EndTokenConfig(push=1),
          r"EndTokenConfig\.push must be True or False"),
@@ -2239,7 +2262,7 @@ CHAPTERS = [
     case("check_live-live-unknown-endtok",
          with_env(lambda: ch7_end_token.check_live({"both": H6}), **STRICT),
          "live has a row the sweep does not"),
-    case("successes-row-int", lambda: ch7_end_token.successes(5), "row must be a sweep row"),
+    case("successes-row-int", lambda: ch7_end_token.successes(5), "row must be a stored row"),
     case("successes-level-nan", lambda: ch7_end_token.successes(ROW7, level=NAN),
          "level must be a finite"),
     case("successes-level-percent", lambda: ch7_end_token.successes(ROW7, level=95),
@@ -2249,7 +2272,7 @@ CHAPTERS = [
     case("successes-step-float", lambda: ch7_end_token.successes(ROW7, step=300.0),
          "step must be an int"),
     case("successes-key-missing", lambda: ch7_end_token.successes(ROW7, key="acc"),
-         "row must be a sweep row"),
+         "row must be a stored row"),
     case("successes-row-1d",
          lambda: ch7_end_token.successes({"eval_steps": [0, 300], "copy_acc": [0.5, 0.9]}),
          "row"),
@@ -2378,22 +2401,6 @@ CHAPTERS = [
     case("load_push-path-missing", lambda: ch7_end_token.load_push(NO_FILE),
          "the stored sweep .* is missing"),
     case("load_push-path-int", lambda: ch7_end_token.load_push(5), "path"),
-    case("outcome_auc-score-2d", lambda: ch7_end_token.outcome_auc([[1, 2, 3]], OK3),
-         "score must be a 1-D array"),
-    case("outcome_auc-score-nan", lambda: ch7_end_token.outcome_auc([1, NAN, 3], OK3),
-         "score must be a 1-D array of at least 2 finite"),
-    case("outcome_auc-score-str", lambda: ch7_end_token.outcome_auc("abc", OK3),
-         "score must be an array of numbers"),
-    case("outcome_auc-ok-int", lambda: ch7_end_token.outcome_auc([1, 2, 3], [1, 0, 1]),
-         "ok must be a bool array"),
-    case("outcome_auc-ok-shape", lambda: ch7_end_token.outcome_auc([1, 2, 3], [True, False]),
-         r"ok must be a bool array of the score's shape \(3,\)"),
-    case("outcome_auc-ok-all", lambda: ch7_end_token.outcome_auc([1, 2, 3], [True] * 3),
-         "ok must hold runs that succeed and runs that fail"),
-    case("outcome_auc-shuffles-0", lambda: ch7_end_token.outcome_auc([1, 2, 3], OK3, 0),
-         "shuffles must be an int"),
-    case("outcome_auc-seed-negative",
-         lambda: ch7_end_token.outcome_auc([1, 2, 3], OK3, seed=-1), "seed must be an int"),
     case("push_prediction-pushes-empty", lambda: ch7_end_token.push_prediction({}, ROWS7),
          "pushes must be the stored push rows"),
     case("push_prediction-pushes-note-only",
@@ -2455,6 +2462,53 @@ CHAPTERS = [
 ]
 
 
+def _family(**fields):
+    """A row family over a throwaway file, chapter 7's sweep configurations."""
+    base = dict(file=NO_FILE.with_name("the-familys-own.json"), script="make it", names=("both, L=20",),
+                config=ch7_end_token.sweep_config, kind=ch7_end_token.EndTokenConfig,
+                keys={"copy_acc": "copy_acc"})
+    return rows.RowFamily(**{**base, **fields})
+
+
+ROWS = [
+    case("check_row_arrays-row-missing-key",
+         lambda: rows.check_row_arrays("f.json", "r", {}, {"a": (2,)}, "fix"),
+         "row 'r' has no numeric 'a'"),
+    case("check_row_arrays-row-int",
+         lambda: rows.check_row_arrays("f.json", "r", 5, {"a": (2,)}, "fix"),
+         "row 'r' has no numeric 'a'"),
+    case("check_row_arrays-shape",
+         lambda: rows.check_row_arrays("f.json", "r", {"a": [1, 2, 3]}, {"a": (2,)},
+                                                  "fix"), r"'a' has shape \(3,\)"),
+    case("check_row_arrays-nan",
+         lambda: rows.check_row_arrays("f.json", "r", {"a": [1, NAN]}, {"a": (2,)},
+                                                  "fix"), r"'a' has shape .*finite"),
+    case("check_row_arrays-shapes-int",
+         lambda: rows.check_row_arrays("f.json", "r", {"a": [1, 2]}, 5, "fix"),
+         "shapes"),
+    case("RowFamily-names-empty", lambda: _family(names=()), "names must name"),
+    case("RowFamily-config-int", lambda: _family(config=5), "config must be callable"),
+    case("RowFamily-runs-int", lambda: _family(runs=5), "runs must be callable"),
+    case("RowFamily.row-cfg-int", lambda: _family().row(5, H6), "cfg must be a EndTokenConfig"),
+    case("RowFamily.row-h-dict",
+         lambda: _family().row(ch7_end_token.sweep_config("both, L=20"), {}),
+         "h must be the History"),
+    case("RowFamily.row-h-lacks-key",
+         lambda: _family(keys={"x": "no such probe"}).row(
+             ch7_end_token.sweep_config("both, L=20"), H6),
+         r"h must record \['no such probe'\]"),
+    case("RowFamily.load-path-missing", lambda: _family().load(NO_FILE),
+         "the stored sweep .* is missing"),
+    case("RowFamily.load-path-int", lambda: _family().load(5), "path must be a file path"),
+    case("RowFamily.write-rows-empty", lambda: _family().write({}),
+         "rows must be a non-empty dict"),
+    case("RowFamily.write-rows-nan", lambda: _family().write({"r": [NAN]}, NO_FILE),
+         "rows must hold finite numbers only"),
+    case("RowFamily.write-path-int", lambda: _family().write({"r": 1}, 5),
+         "path must be a file path"),
+]
+
+
 # ------------------------------------------------------------------------------- the tests
 @pytest.mark.parametrize("call, match", DATA)
 def test_data(call, match):
@@ -2468,6 +2522,11 @@ def test_theory(call, match):
 
 @pytest.mark.parametrize("call, match", METRICS)
 def test_metrics(call, match):
+    check_rejected(call, match)
+
+
+@pytest.mark.parametrize("call, match", ROWS)
+def test_rows(call, match):
     check_rejected(call, match)
 
 

@@ -244,7 +244,7 @@ def test_successes_count_the_runs_above_the_level_at_the_step():
         ch.successes(row, step=5)
     with pytest.raises(ValueError, match=r"^level must be"):
         ch.successes(row, level=1.5)
-    with pytest.raises(TypeError, match=r"^row must be a sweep row"):
+    with pytest.raises(TypeError, match=r"^row must be a stored row"):
         ch.successes([0.9])
 
 
@@ -611,7 +611,7 @@ _REFUSALS = [
     ("HELD_OUT_FILE", "load_held_out", "held_out_config", _swap_config, "none, L=20",
      "target, L=20", r"was computed with another configuration than held_out_config"),
     ("HELD_OUT_FILE", "load_held_out", "held_out_config", _other_steps, "start, L=20",
-     None, r"does not hold the seeds and evaluation steps"),
+     None, r"was not evaluated at the steps its configuration evaluates at \(\[0, 300\]\)"),
 ]
 
 

@@ -159,7 +159,7 @@ def test_the_packaged_sweep_must_match_the_manifest(store, monkeypatch):
     copy = rows_dir / ch6.SWEEP_FILE.name
     copy.write_text(ch6.SWEEP_FILE.read_text())
     monkeypatch.setattr(stored, "ROWS", rows_dir)
-    monkeypatch.setattr(ch6, "SWEEP_FILE", copy)
+    monkeypatch.setattr(ch6.SWEEP_STORED, "file", copy)
     stored.write_manifest()
     assert stored._relative(copy) in json.loads((store / stored.MANIFEST).read_text())["sha256"]
     assert ch6.load_sweep()["small positions"]["final_token_acc"] != [1.0] * 10

@@ -58,9 +58,9 @@ from ..metrics import fisher_exact
 # the chapter's model lives beside the other engine models; the chapter shows it from here
 from ..models import (NORMS, POSITIONS, MultiHeadAttention, StackedTransformer,
                       TransformerSeq2Seq, sinusoidal_positions)
-from ..stored import (CheckReport, check_row_inputs, config_record, load_rows,
-                      worst_live_check)
-from ..training import eval_batch, eval_schedule, member_tasks
+from ..rows import RowFamily
+from ..stored import CheckReport, worst_live_check
+from ..training import eval_batch, member_tasks
 from ._experiment import Experiment
 from .ch4_copy import PERMUTATION_LONG, SUCCESS_LEVEL, CopyTraining, control, copy_probe
 
@@ -72,7 +72,8 @@ __all__ = ["POSITIONS", "NORMS", "MultiHeadAttention", "TransformerSeq2Seq",
            "first_step_push", "PUSH_GROUPS", "fisher_exact", "model_diagram",
            "position_logits", "draw_position_logits", "SLIDER_SIGMAS", "draw_success_counts",
            "WHAT_IF_NAMES", "FULL_CONDITIONS", "FULL_SEEDS", "FULL_SWEEP_FILE",
-           "full_sweep_config", "load_full_sweep", "check_row_arrays"]
+           "full_sweep_config", "load_full_sweep", "SWEEP_STORED", "FULL_SWEEP_STORED",
+           "SWEEP_FILE"]
 
 # ------------------------------------------------------------------------- experiments
 @dataclass(frozen=True)
@@ -220,75 +221,33 @@ def sweep_config(name: str, seeds: Sequence[int] | None = None,
 #: The sweep conditions whose first seed the chapter trains again now (its live cells).
 LIVE_CONDITIONS = ("learned", "uniform", "uniform, control", "small positions", "qk-cross",
                    "qk-self")
+_SWEEP_SCRIPT = "python benchmarks/ch6_prototype/sweep.py --force"
 #: What a sweep row keeps of every evaluation: the History key of each row key.
 _ROW_KEYS = {"token_acc": "token_acc", "attn_acc": "attn_acc", "beta_align": "beta_align_acc"}
-_SWEEP_SCRIPT = "python benchmarks/ch6_prototype/sweep.py"
+_FINALS = ("final_token_acc", "final_attn_acc", "final_beta_align", "max_beta_align")
 
 
-def sweep_row(cfg: TransformerCopyConfig, h) -> dict:
-    """A stored sweep row from the History ``h`` of ``cfg``: its configuration, seeds,
-    evaluation steps, and every evaluation's token accuracy, attention accuracy and β
-    alignment (rounded to 4 decimals), with their final and best values."""
-    check_row_inputs(cfg, h, TransformerCopyConfig, ("token_acc", "attn_acc"),
-                     ("beta_align_acc",))
+def _finals(cfg: TransformerCopyConfig, h) -> dict:
+    """A row's final token accuracy, attention accuracy and β alignment, and its best β
+    alignment (4 decimals)."""
     acc, att = h.metrics["token_acc"], h.metrics["attn_acc"]
     beta = h.probes["beta_align_acc"]
-    return {
-        "config": config_record(cfg),
-        "seeds": list(cfg.seeds),
-        "eval_steps": h.eval_steps.tolist(),
-        "final_token_acc": np.round(acc[:, -1].astype(float), 4).tolist(),
-        "final_attn_acc": np.round(att[:, -1].astype(float), 4).tolist(),
-        "final_beta_align": np.round(beta[:, -1].astype(float), 4).tolist(),
-        "max_beta_align": np.round(beta.max(1).astype(float), 4).tolist(),
-        "token_acc": np.round(acc.astype(float), 4).tolist(),
-        "attn_acc": np.round(att.astype(float), 4).tolist(),
-        "beta_align": np.round(beta.astype(float), 4).tolist(),
-    }
+    return {k: np.round(v.astype(float), 4).tolist() for k, v in zip(
+        _FINALS, (acc[:, -1], att[:, -1], beta[:, -1], beta.max(1)))}
 
 
-def _check_row(path, name: str, row, cfg: TransformerCopyConfig,
-               script: str = _SWEEP_SCRIPT) -> None:
-    """ValueError naming the file unless ``row`` holds a value per seed and evaluation of
-    ``cfg`` (the row's configuration)."""
-    seeds = len(cfg.seeds)
-    steps = eval_schedule(cfg.steps, cfg.eval_every)
-    fix = f"run {script} --force"
-    if not isinstance(row, dict) or row.get("eval_steps") != steps:
-        raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
-                         f"steps its configuration evaluates at ({steps}): {fix}")
-    check_row_arrays(path, name, row, {
-        **{k: (seeds, len(steps)) for k in _ROW_KEYS},
-        **{k: (seeds,) for k in ("final_token_acc", "final_attn_acc", "final_beta_align",
-                                 "max_beta_align")}}, fix)
-
-
-def check_row_arrays(path, name: str, row: dict, shapes: dict, fix: str) -> None:
-    """ValueError naming the stored file ``path`` and ``fix`` unless every key of ``shapes``
-    is in ``row`` as a finite numeric array of that shape."""
-    if not isinstance(shapes, dict):
-        raise TypeError(f"shapes must be a dict key -> shape; got {type(shapes).__name__}")
-    for k, shape in shapes.items():
-        try:
-            a = np.asarray(row[k], dtype=float)
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"the stored sweep {path}: row {name!r} has no numeric {k!r}: "
-                             f"{fix}") from None
-        if a.shape != tuple(shape) or not np.isfinite(a).all():
-            raise ValueError(f"the stored sweep {path}: row {name!r}'s {k!r} has shape "
-                             f"{a.shape} (needs {tuple(shape)}, finite): {fix}")
-
-
-def load_sweep(path: str | Path | None = None) -> dict:
-    """The stored sweep: condition name -> its row (:func:`sweep_row`). The package's own
-    file must match the stored results' manifest (:func:`attn_core.stored.verify_file`).
-    Raises ValueError naming the file if a row is missing or incomplete, or if a row's stored
-    configuration is not :func:`sweep_config`'s -- a stored result is never shown for a
-    configuration it was not computed with. With ``ATTN_STORED=off`` (and no ``path``) every
-    condition is trained now (ten seeds each, cached) and its row made from that."""
-    return load_rows(path, SWEEP_FILE,
-                     {name: sweep_config(name) for name in SWEEP_CONDITIONS}, "sweep_config",
-                     _SWEEP_SCRIPT, sweep_row, _check_row)
+#: The stored sweep (:class:`attn_core.rows.RowFamily`): a row per condition of
+#: :data:`SWEEP_CONDITIONS` (:func:`sweep_config`), its configuration, seeds, evaluation
+#: steps, every evaluation's token accuracy, attention accuracy and β alignment (rounded to
+#: 4 decimals), with their final and best values. ``SWEEP_STORED.load()`` refuses a row
+#: that is missing, incomplete or not of its configuration (a stored result is never shown
+#: for a configuration it was not computed with) and checks the file against the manifest;
+#: with ``ATTN_STORED=off`` every condition is trained now (ten seeds each, cached).
+SWEEP_STORED = RowFamily(SWEEP_FILE, _SWEEP_SCRIPT, tuple(SWEEP_CONDITIONS), sweep_config,
+                         TransformerCopyConfig, _ROW_KEYS, extra=_finals,
+                         shapes=lambda cfg: {k: (len(cfg.seeds),) for k in _FINALS})
+sweep_row = SWEEP_STORED.row
+load_sweep = SWEEP_STORED.load
 
 
 #: The conditions run at the papers' scale (``benchmarks/full_ch6/run.py``, on a Dask
@@ -312,15 +271,14 @@ def full_sweep_config(name: str) -> TransformerCopyConfig:
     return sweep_config(name, seeds=FULL_SEEDS, base=TRANSFORMER_BASE.full)
 
 
-def load_full_sweep(path: str | Path | None = None) -> dict:
-    """The stored sweep at the papers' scale: condition name (:data:`FULL_CONDITIONS`) ->
-    its row (:func:`sweep_row`), checked as :func:`load_sweep` checks the fast one (the
-    manifest, every row present, complete and computed with :func:`full_sweep_config`).
-    With ``ATTN_STORED=off`` (and no ``path``) every condition is trained now -- seventy
-    runs at the papers' scale, about an hour and a half on two CPU cores (cached)."""
-    return load_rows(path, FULL_SWEEP_FILE,
-                     {name: full_sweep_config(name) for name in FULL_CONDITIONS},
-                     "full_sweep_config", _FULL_SCRIPT, sweep_row, _check_row)
+#: The stored sweep at the papers' scale: a row per :data:`FULL_CONDITIONS`
+#: (:func:`full_sweep_config`), as :data:`SWEEP_STORED`'s rows. With ``ATTN_STORED=off``
+#: every condition is trained now -- seventy runs at the papers' scale, about an hour and a
+#: half on two CPU cores (cached).
+FULL_SWEEP_STORED = RowFamily(FULL_SWEEP_FILE, _FULL_SCRIPT, FULL_CONDITIONS,
+                              full_sweep_config, TransformerCopyConfig, _ROW_KEYS,
+                              extra=_finals, shapes=SWEEP_STORED.shapes)
+load_full_sweep = FULL_SWEEP_STORED.load
 
 
 def live_config(name: str, n: int = 1,

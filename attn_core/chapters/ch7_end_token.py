@@ -24,14 +24,14 @@ import torch
 from ..checks import check_choice, check_int, check_real, check_seeds
 from ..config import Preset, first_seeds
 from ..data import CopyTask, EndToken
-from ..metrics import fisher_exact, wilson_interval
+from ..metrics import auc_null, fisher_exact, outcome_auc, row_successes, wilson_interval
 from ..models import forward_masks
-from ..stored import (CheckReport, check_row_inputs, config_record, load_rows,
-                      worst_live_check, write_json)
+from ..rows import RowFamily
+from ..stored import CheckReport, worst_live_check
 from ..training import eval_schedule
 from .ch4_copy import COPY_BASE, SUCCESS_LEVEL, CopyConfig, control, copy_probe
 from .ch5_multihead import RESCUE, HeadsRun
-from .ch6_transformer import TRANSFORMER_BASE, TransformerCopyConfig, check_row_arrays
+from .ch6_transformer import TRANSFORMER_BASE, TransformerCopyConfig
 
 __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSITION_CLASSES",
            "condition_config", "end_probe", "push_probe", "PUSHES", "SUCCESS_LEVEL",
@@ -43,10 +43,12 @@ __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS", "POSI
            "draw_seeds", "CopyOnly", "EndTransformerConfig", "TRANSFORMER_ROWS", "TRANSFORMER_FILE",
            "transformer_config", "transformer_row", "load_transformer", "EndHeadsRun",
            "RESCUE_ROWS", "RESCUE_FILE", "rescue_config", "rescue_row", "load_rescue",
-           "PUSH_ROWS", "PUSH_FILE", "push_config", "push_row", "load_push", "outcome_auc",
+           "PUSH_ROWS", "PUSH_FILE", "push_config", "push_row", "load_push",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push",
            "HELD_OUT_ROWS", "HELD_OUT_SEEDS", "HELD_OUT_FILE", "held_out_config",
-           "held_out_row", "load_held_out", "held_out_auc", "HELD_OUT_MIN_AUC"]
+           "held_out_row", "load_held_out", "held_out_auc", "HELD_OUT_MIN_AUC",
+           "SWEEP_STORED", "TRANSFORMER_STORED", "RESCUE_STORED", "PUSH_STORED",
+           "HELD_OUT_STORED"]
 
 
 @dataclass(frozen=True)
@@ -308,7 +310,6 @@ SWEEP_ROWS.update({row_name(n): (n, 20, "permutation") for n in CONDITIONS
                    if n not in ("none", "both")})
 #: Where the stored sweep lives (written by ``benchmarks/ch7_end_token/sweep.py``).
 SWEEP_FILE = Path(__file__).with_name("data") / "ch7_sweep.json"
-_SWEEP_SCRIPT = "python benchmarks/ch7_end_token/sweep.py"
 #: What a sweep row keeps of every evaluation (History metrics, then probes).
 ROW_METRICS = ("token_acc", "attn_acc")
 ROW_PROBES = ("copy_acc", "end_step_on_end", *(f"mass_{c}" for c in POSITION_CLASSES))
@@ -324,53 +325,18 @@ def sweep_config(row: str, seeds: Sequence[int] | None = None) -> EndTokenConfig
                             replace(END_BASE.fast, steps=SWEEP_STEPS[length]))
 
 
-def sweep_row(cfg: EndTokenConfig, h) -> dict:
-    """A stored sweep row from the History ``h`` of ``cfg``: its configuration, seeds,
-    evaluation steps and every evaluation's :data:`ROW_METRICS` and :data:`ROW_PROBES`
-    (each (seeds, evaluations), rounded to 4 decimals)."""
-    check_row_inputs(cfg, h, EndTokenConfig, ROW_METRICS, ROW_PROBES)
-    r = {"config": config_record(cfg), "seeds": list(cfg.seeds),
-         "eval_steps": np.asarray(h.eval_steps).tolist()}
-    for k in ROW_METRICS:
-        r[k] = np.round(np.asarray(h.metrics[k], dtype=float), 4).tolist()
-    for k in ROW_PROBES:
-        r[k] = np.round(np.asarray(h.probes[k], dtype=float), 4).tolist()
-    return r
-
-
-def _check_row(path, name: str, row, cfg: EndTokenConfig, script: str = _SWEEP_SCRIPT):
-    steps = eval_schedule(cfg.steps, cfg.eval_every)
-    fix = f"run {script} --force"
-    if not isinstance(row, dict) or row.get("eval_steps") != steps:
-        raise ValueError(f"the stored sweep {path}: row {name!r} was not evaluated at the "
-                         f"steps its configuration evaluates at ({steps}): {fix}")
-    if row.get("seeds") != list(cfg.seeds):
-        raise ValueError(f"the stored sweep {path}: row {name!r} does not hold the seeds "
-                         f"of its configuration: {fix}")
-    check_row_arrays(path, name, row, {k: (len(cfg.seeds), len(steps))
-                                       for k in ROW_METRICS + ROW_PROBES}, fix)
-
-
-def load_sweep(path: str | Path | None = None) -> dict:
-    """The stored sweep: row name (:data:`SWEEP_ROWS`) -> its row (:func:`sweep_row`). The
-    package's own file must match the stored results' manifest; every row must be present,
-    complete and computed with :func:`sweep_config` (ValueError naming the file otherwise).
-    With ``ATTN_STORED=off`` (and no ``path``) every row is trained now: 23 x 40 runs,
-    about half an hour on two cores (cached)."""
-    return load_rows(path, SWEEP_FILE, {r: sweep_config(r) for r in SWEEP_ROWS},
-                      "sweep_config", _SWEEP_SCRIPT, sweep_row, _check_row)
-
-
-def write_sweep(rows: dict, path: str | Path = SWEEP_FILE, note: str = "") -> Path:
-    """Write ``rows`` (row name -> :func:`sweep_row`) as the stored sweep, compact JSON,
-    atomically; ``note`` is kept under "_about"."""
-    if not isinstance(rows, dict) or not rows:
-        raise TypeError(f"rows must be a non-empty dict of sweep rows; got "
-                        f"{type(rows).__name__}")
-    data = dict(rows)
-    if note:
-        data["_about"] = str(note)
-    return write_json(path, data, compact=True, what="rows")
+#: The stored sweep (:class:`attn_core.rows.RowFamily`): row name (:data:`SWEEP_ROWS`) ->
+#: its configuration (:func:`sweep_config`), seeds, evaluation steps and every
+#: evaluation's :data:`ROW_METRICS` and :data:`ROW_PROBES` (each (seeds, evaluations), to 4
+#: decimals). ``SWEEP_STORED.load()`` checks the package's file against the manifest and
+#: every row against its configuration; with ``ATTN_STORED=off`` it trains every row now:
+#: 23 x 40 runs, about half an hour on two cores (cached).
+SWEEP_STORED = RowFamily(SWEEP_FILE, "python benchmarks/ch7_end_token/sweep.py --force",
+                  tuple(SWEEP_ROWS), sweep_config, EndTokenConfig,
+                  {k: k for k in ROW_METRICS + ROW_PROBES})
+sweep_row = SWEEP_STORED.row
+load_sweep = SWEEP_STORED.load
+write_sweep = SWEEP_STORED.write
 
 
 #: The rows whose first seed the chapter trains again now (stored whole,
@@ -400,24 +366,9 @@ def successes(row: dict, level: float = SUCCESS_LEVEL, step: int | None = None,
               key: str = "copy_acc") -> tuple[int, int]:
     """(successes, runs) of a sweep row: the seeds whose ``key`` (default: accuracy on the
     copied words, the end step left out) is above ``level`` at evaluation step ``step``
-    (default: the last)."""
-    if not isinstance(row, dict) or key not in row or "eval_steps" not in row:
-        raise TypeError(f"row must be a sweep row (a dict with eval_steps and {key!r})")
-    level = check_real("level", level, 0.0, 1.0)
-    steps = list(row["eval_steps"])
-    if np.ndim(row[key]) != 2 or np.shape(row[key])[1] != len(steps):
-        raise ValueError(f"row[{key!r}] must be (runs, evaluations) = (runs, {len(steps)}); "
-                         f"got shape {np.shape(row[key])}")
-    if step is None:
-        j = len(steps) - 1
-    else:
-        step = check_int("step", step, 0)
-        if step not in steps:
-            raise ValueError(f"step must be one of the row's evaluation steps {steps}; got "
-                             f"{step}")
-        j = steps.index(step)
-    values = np.asarray(row[key], dtype=float)[:, j]
-    return int((values > level).sum()), int(values.size)
+    (default: the last); :func:`attn_core.metrics.row_successes`, counted."""
+    ok = row_successes(row, level, key, step)
+    return int(ok.sum()), int(ok.size)
 
 
 def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL) -> dict:
@@ -767,7 +718,6 @@ TRANSFORMER_ROWS = {
 }
 #: Where the Transformer rows are stored (``benchmarks/ch7_end_token/transformer.py``).
 TRANSFORMER_FILE = Path(__file__).with_name("data") / "ch7_transformer.json"
-_TRANSFORMER_SCRIPT = "python benchmarks/ch7_end_token/transformer.py"
 
 
 def transformer_config(row: str, seeds: Sequence[int] | None = None):
@@ -780,43 +730,15 @@ def transformer_config(row: str, seeds: Sequence[int] | None = None):
                    seeds=tuple(check_seeds("seeds", SEEDS if seeds is None else seeds)))
 
 
-_TRANSFORMER_KEYS = ("copy_acc", "token_acc", "attn_acc")
-
-
-def _rounded(h, keys) -> dict:
-    """``keys`` of the History ``h`` (a probe's, else a metric's), every evaluation, to 4
-    decimals, as lists."""
-    return {k: np.round(np.asarray(h.probes[k] if k in h.probes else h.metrics[k],
-                                   dtype=float), 4).tolist() for k in keys}
-
-
-def transformer_row(cfg, h) -> dict:
-    """A stored Transformer row: configuration, seeds, evaluation steps and every
-    evaluation's copy, token and attention accuracy (4 decimals)."""
-    check_row_inputs(cfg, h, EndTransformerConfig, ("token_acc", "attn_acc"), ("copy_acc",))
-    return {"config": config_record(cfg), "seeds": list(cfg.seeds),
-            "eval_steps": np.asarray(h.eval_steps).tolist(),
-            **_rounded(h, _TRANSFORMER_KEYS)}
-
-
-def _check_transformer_row(path, name, row, cfg, script=_TRANSFORMER_SCRIPT):
-    steps = eval_schedule(cfg.steps, cfg.eval_every)
-    fix = f"run {script}"
-    if not isinstance(row, dict) or row.get("eval_steps") != steps \
-            or row.get("seeds") != list(cfg.seeds):
-        raise ValueError(f"the stored rows {path}: row {name!r} does not hold the seeds and "
-                         f"evaluation steps of its configuration: {fix}")
-    check_row_arrays(path, name, row, {k: (len(cfg.seeds), len(steps))
-                                       for k in _TRANSFORMER_KEYS}, fix)
-
-
-def load_transformer(path: str | Path | None = None) -> dict:
-    """The stored Transformer rows: row name (:data:`TRANSFORMER_ROWS`) -> its row
-    (:func:`transformer_row`), checked as :func:`load_sweep` checks the sweep."""
-    return load_rows(path, TRANSFORMER_FILE,
-                      {r: transformer_config(r) for r in TRANSFORMER_ROWS},
-                      "transformer_config", _TRANSFORMER_SCRIPT, transformer_row,
-                      _check_transformer_row)
+#: The stored Transformer rows: row name (:data:`TRANSFORMER_ROWS`) -> configuration
+#: (:func:`transformer_config`), seeds, evaluation steps and every evaluation's copy, token
+#: and attention accuracy (4 decimals), checked as :data:`SWEEP_STORED` checks the sweep.
+TRANSFORMER_STORED = RowFamily(
+    TRANSFORMER_FILE, "python benchmarks/ch7_end_token/transformer.py", tuple(TRANSFORMER_ROWS),
+    transformer_config, EndTransformerConfig,
+    {k: k for k in ("copy_acc", "token_acc", "attn_acc")})
+transformer_row = TRANSFORMER_STORED.row
+load_transformer = TRANSFORMER_STORED.load
 
 
 # ------------------------------------------------ chapter 5's rescue with the end token
@@ -843,8 +765,6 @@ RESCUE_ROWS = {
 }
 #: Where the rescue rows are stored (``benchmarks/ch7_end_token/rescue.py``).
 RESCUE_FILE = Path(__file__).with_name("data") / "ch7_rescue.json"
-_RESCUE_SCRIPT = "python benchmarks/ch7_end_token/rescue.py"
-_RESCUE_KEYS = ("copy_acc", "token_acc", "head_attn_acc")
 
 
 #: Run indices a rescue row may use: chapter 5's data streams of one kind are 100 apart
@@ -883,40 +803,28 @@ def rescue_config(row: str, seeds: Sequence[int] | None = None) -> EndHeadsRun:
     return EndHeadsRun(**{f: getattr(run, f) for f in HeadsRun.__dataclass_fields__})
 
 
-def rescue_row(cfg: EndHeadsRun, h) -> dict:
-    """A stored rescue row: configuration, seeds (the runs' indices), evaluation steps and
-    every evaluation's copy and token accuracy and each head's attention accuracy (4
-    decimals)."""
-    check_row_inputs(cfg, h, EndHeadsRun, ("token_acc",), ("copy_acc", "head_attn_acc"))
-    return {"config": config_record(cfg), "seeds": _rescue_runs(cfg),
-            "eval_steps": np.asarray(h.eval_steps).tolist(), **_rounded(h, _RESCUE_KEYS)}
-
-
 def _rescue_runs(cfg: EndHeadsRun) -> list[int]:
     """The run indices of a :func:`rescue_config` (from its data streams)."""
     first = _rescue_first_stream(cfg.copy.heads)
     return [int(d) - first for d in cfg.data_seeds]
 
 
-def _check_rescue_row(path, name, row, cfg, script=_RESCUE_SCRIPT):
-    steps = eval_schedule(cfg.copy.steps, cfg.copy.eval_every)
-    n = len(cfg.head_seeds)
-    fix = f"run {script}"
-    if not isinstance(row, dict) or row.get("eval_steps") != steps \
-            or row.get("seeds") != _rescue_runs(cfg):
-        raise ValueError(f"the stored rows {path}: row {name!r} does not hold the runs and "
-                         f"evaluation steps of its configuration: {fix}")
-    check_row_arrays(path, name, row, {"copy_acc": (n, len(steps)),
-                                       "token_acc": (n, len(steps)),
-                                       "head_attn_acc": (n, len(steps), cfg.copy.heads)},
-                     fix)
+def _rescue_steps(cfg: EndHeadsRun) -> list[int]:
+    return eval_schedule(cfg.copy.steps, cfg.copy.eval_every)
 
 
-def load_rescue(path: str | Path | None = None) -> dict:
-    """The stored rescue rows: row name (:data:`RESCUE_ROWS`) -> its row
-    (:func:`rescue_row`), checked as :func:`load_sweep` checks the sweep."""
-    return load_rows(path, RESCUE_FILE, {r: rescue_config(r) for r in RESCUE_ROWS},
-                      "rescue_config", _RESCUE_SCRIPT, rescue_row, _check_rescue_row)
+#: The stored rescue rows: row name (:data:`RESCUE_ROWS`) -> configuration
+#: (:func:`rescue_config`), seeds (the runs' indices), evaluation steps and every
+#: evaluation's copy and token accuracy and each head's attention accuracy (4 decimals),
+#: checked as :data:`SWEEP_STORED` checks the sweep.
+RESCUE_STORED = RowFamily(
+    RESCUE_FILE, "python benchmarks/ch7_end_token/rescue.py", tuple(RESCUE_ROWS),
+    rescue_config, EndHeadsRun, {k: k for k in ("copy_acc", "token_acc", "head_attn_acc")},
+    runs=_rescue_runs, steps=_rescue_steps,
+    shapes=lambda cfg: {"head_attn_acc": (len(cfg.head_seeds), len(_rescue_steps(cfg)),
+                                          cfg.copy.heads)})
+rescue_row = RESCUE_STORED.row
+load_rescue = RESCUE_STORED.load
 
 
 # ------------------------------------------- does the first step predict the outcome?
@@ -926,7 +834,6 @@ PUSH_ROWS = tuple(row_name(n) for n in ("none", "both", "source", "target", "mas
                                         "no end gradient", "start", "varying"))
 #: Where the step-0 pushes are stored (``benchmarks/ch7_end_token/predict.py --write``).
 PUSH_FILE = Path(__file__).with_name("data") / "ch7_push.json"
-_PUSH_SCRIPT = "python benchmarks/ch7_end_token/predict.py --write"
 
 
 def push_config(row: str, seeds: Sequence[int] | None = None) -> EndTokenConfig:
@@ -942,92 +849,26 @@ def _first_step(cfg: EndTokenConfig) -> EndTokenConfig:
     return replace(cfg, steps=1, eval_every=1, push=True)
 
 
-def push_row(cfg: EndTokenConfig, h) -> dict:
-    """A stored push row: configuration, seeds and every seed's step-0 push of the copied
-    words' loss on the diagonal margin, ``push_diag_copy`` (full float precision)."""
-    check_row_inputs(cfg, h, EndTokenConfig)
+def _step0_push(h) -> list[float]:
+    """Every run's step-0 push of the copied words' loss on the diagonal margin (full
+    precision) from the History ``h`` of a :func:`push_config`."""
     if list(h.eval_steps)[:1] != [0]:
         raise ValueError("h must begin with its evaluation at step 0")
-    check_row_inputs(cfg, h, EndTokenConfig, probes=("push_diag_copy",))
-    return {"config": config_record(cfg), "seeds": list(cfg.seeds),
-            "push_diag_copy": [float(v) for v in np.asarray(h.probes["push_diag_copy"])[:, 0]]}
+    if "push_diag_copy" not in h.probes:
+        raise ValueError(f"h must record the probe 'push_diag_copy' (a push_config run "
+                         f"records it); it has {sorted(h.probes)}")
+    return [float(v) for v in np.asarray(h.probes["push_diag_copy"])[:, 0]]
 
 
-def _check_push_row(path, name, row, cfg, script=_PUSH_SCRIPT):
-    fix = f"run {script}"
-    if not isinstance(row, dict) or row.get("seeds") != list(cfg.seeds):
-        raise ValueError(f"the stored rows {path}: row {name!r} does not hold the seeds of "
-                         f"its configuration: {fix}")
-    check_row_arrays(path, name, row, {"push_diag_copy": (len(cfg.seeds),)}, fix)
-
-
-def load_push(path: str | Path | None = None) -> dict:
-    """The stored step-0 pushes: row name (:data:`PUSH_ROWS`) -> its row (:func:`push_row`),
-    checked as :func:`load_sweep` checks the sweep."""
-    return load_rows(path, PUSH_FILE, {r: push_config(r) for r in PUSH_ROWS}, "push_config",
-                      _PUSH_SCRIPT, push_row, _check_push_row)
-
-
-def _ranks(score: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of ``score``, ties given their mean rank (the Mann-Whitney form)."""
-    order = np.argsort(score, kind="stable")
-    ranks = np.empty(score.size)
-    ranks[order] = np.arange(1, score.size + 1)
-    for v in np.unique(score):
-        tie = score == v
-        ranks[tie] = ranks[tie].mean()
-    return ranks
-
-
-def _runs(score, ok, what: str = "score") -> tuple[np.ndarray, np.ndarray]:
-    """``score`` as a 1-D float array of finite numbers and ``ok`` as a bool array of its
-    shape; TypeError or ValueError naming them otherwise."""
-    try:
-        score = np.asarray(score, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be an array of numbers; got "
-                        f"{type(score).__name__}") from None
-    if score.ndim != 1 or score.size < 2 or not np.isfinite(score).all():
-        raise ValueError(f"{what} must be a 1-D array of at least 2 finite numbers; got "
-                         f"shape {score.shape}")
-    ok = np.asarray(ok)
-    if ok.dtype != bool:
-        raise TypeError(f"ok must be a bool array; got dtype {ok.dtype}")
-    if ok.shape != score.shape:
-        raise ValueError(f"ok must be a bool array of the {what}'s shape {score.shape}; got "
-                         f"{ok.shape}")
-    return score, ok
-
-
-def _auc_and_null(score: np.ndarray, ok: np.ndarray, shuffles: int, rng) -> tuple:
-    """The AUC of ``score`` for the outcomes ``ok`` (both kinds present; Mann-Whitney form,
-    ties counted half) and its value under ``shuffles`` random reassignments of the
-    outcomes drawn from ``rng``."""
-    ranks = _ranks(score)
-    n_pos, n_neg = int(ok.sum()), int((~ok).sum())
-
-    def auc(labels):
-        return (labels @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
-
-    null = auc(rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1))
-    return float(auc(ok.astype(float))), null
-
-
-def outcome_auc(score, ok, shuffles: int = 20000, seed: int = 0) -> tuple[float, float]:
-    """How well ``score`` (one number a run) separates the runs that succeed (``ok`` True)
-    from those that fail: the area under the ROC curve, P(a successful run scores above a
-    failed one, ties counted half), and its permutation p-value (``shuffles`` random
-    reassignments of the outcomes, seeded by ``seed``; two-sided: (1 + the shuffles at least
-    as far from 0.5) / (1 + ``shuffles``), never 0)."""
-    score, ok = _runs(score, ok)
-    if ok.all() or not ok.any():
-        raise ValueError("ok must hold runs that succeed and runs that fail: the AUC "
-                         "compares the two")
-    shuffles = check_int("shuffles", shuffles, 1, 10 ** 7)   # (shuffles, runs) draws in memory
-    seed = check_int("seed", seed, 0)
-    a, null = _auc_and_null(score, ok, shuffles, np.random.default_rng(seed))
-    p = float((1 + (np.abs(null - 0.5) >= abs(a - 0.5) - 1e-12).sum()) / (1 + shuffles))
-    return a, p
+#: The stored step-0 pushes: row name (:data:`PUSH_ROWS`) -> configuration
+#: (:func:`push_config`), seeds and every seed's step-0 push of the copied words' loss on the
+#: diagonal margin, ``push_diag_copy`` (full float precision).
+PUSH_STORED = RowFamily(
+    PUSH_FILE, "python benchmarks/ch7_end_token/predict.py --write", PUSH_ROWS, push_config,
+    EndTokenConfig, steps=None, extra=lambda cfg, h: {"push_diag_copy": _step0_push(h)},
+    shapes=lambda cfg: {"push_diag_copy": (len(cfg.seeds),)})
+push_row = PUSH_STORED.row
+load_push = PUSH_STORED.load
 
 
 def _row_names(rows: dict, order: Sequence[str]) -> list[str]:
@@ -1039,7 +880,7 @@ def _row_names(rows: dict, order: Sequence[str]) -> list[str]:
 
 def push_prediction(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL) -> dict:
     """For every row of ``pushes`` (:func:`load_push`): its successes in the sweep ``rows``
-    (:func:`successes`), and the AUC and p-value (:func:`outcome_auc`) of the step-0 push
+    (:func:`successes`), and the AUC and p-value (:func:`~attn_core.metrics.outcome_auc`) of the step-0 push
     as a predictor of which runs succeed; rows whose runs all succeed or all fail get
     ``auc`` and ``p`` None."""
     if not isinstance(pushes, dict) or not pushes:
@@ -1132,7 +973,6 @@ HELD_OUT_ROWS = tuple(row_name(n) for n in ("none", "source", "target", "masked"
                                             "no end gradient", "start"))
 HELD_OUT_SEEDS = tuple(range(40, 80))
 HELD_OUT_FILE = Path(__file__).with_name("data") / "ch7_push_held_out.json"
-_HELD_OUT_SCRIPT = "python benchmarks/ch7_end_token/predict.py --held-out"
 
 
 def held_out_config(row: str) -> EndTokenConfig:
@@ -1142,37 +982,29 @@ def held_out_config(row: str) -> EndTokenConfig:
     return sweep_config(row, HELD_OUT_SEEDS)
 
 
-def held_out_row(cfg: EndTokenConfig, h) -> dict:
-    """A stored held-out row: configuration, seeds, each run's copy accuracy at step 0 and
-    at its last evaluation (``copy_acc``, (runs, 2), from ``h``, the trained runs) and its
-    step-0 push (computed here: the same runs' first step, probed as :func:`push_config`
-    probes)."""
-    check_row_inputs(cfg, h, EndTokenConfig, probes=("copy_acc",))
-    push = _first_step(cfg).run(progress=False)
+def _held_out_fields(cfg: EndTokenConfig, h) -> dict:
+    """Each run's copy accuracy at step 0 and at its last evaluation (from ``h``, the
+    trained runs) and its step-0 push (computed here: the same runs' first step)."""
+    if "copy_acc" not in h.probes:
+        raise ValueError(f"h must record the probe 'copy_acc' (a run of cfg records it); it "
+                         f"has {sorted(h.probes)}")
     acc = np.asarray(h.probes["copy_acc"], dtype=float)[:, [0, -1]]
-    return {"config": config_record(cfg), "seeds": list(cfg.seeds),
-            "eval_steps": [int(h.eval_steps[0]), int(h.eval_steps[-1])],
+    return {"eval_steps": [int(h.eval_steps[0]), int(h.eval_steps[-1])],
             "copy_acc": np.round(acc, 4).tolist(),
-            "push_diag_copy": [float(v) for v in
-                               np.asarray(push.probes["push_diag_copy"])[:, 0]]}
+            "push_diag_copy": _step0_push(_first_step(cfg).run(progress=False))}
 
 
-def _check_held_out_row(path, name, row, cfg, script=_HELD_OUT_SCRIPT):
-    fix = f"run {script}"
-    if not isinstance(row, dict) or row.get("seeds") != list(cfg.seeds) \
-            or row.get("eval_steps") != [0, cfg.steps]:
-        raise ValueError(f"the stored rows {path}: row {name!r} does not hold the seeds and "
-                         f"evaluation steps of its configuration: {fix}")
-    n = len(cfg.seeds)
-    check_row_arrays(path, name, row, {"copy_acc": (n, 2), "push_diag_copy": (n,)}, fix)
-
-
-def load_held_out(path: str | Path | None = None) -> dict:
-    """The stored held-out rows: row name (:data:`HELD_OUT_ROWS`) -> its row
-    (:func:`held_out_row`), checked as :func:`load_sweep` checks the sweep."""
-    return load_rows(path, HELD_OUT_FILE, {r: held_out_config(r) for r in HELD_OUT_ROWS},
-                      "held_out_config", _HELD_OUT_SCRIPT, held_out_row,
-                      _check_held_out_row)
+#: The stored held-out rows: row name (:data:`HELD_OUT_ROWS`) -> configuration
+#: (:func:`held_out_config`), seeds, each run's copy accuracy at step 0 and at its last
+#: evaluation (``copy_acc``, (runs, 2)) and its step-0 push (as :data:`PUSH_STORED`
+#: stores it).
+HELD_OUT_STORED = RowFamily(
+    HELD_OUT_FILE, "python benchmarks/ch7_end_token/predict.py --held-out", HELD_OUT_ROWS,
+    held_out_config, EndTokenConfig, steps=lambda cfg: [0, cfg.steps],
+    extra=_held_out_fields,
+    shapes=lambda cfg: {"copy_acc": (len(cfg.seeds), 2), "push_diag_copy": (len(cfg.seeds),)})
+held_out_row = HELD_OUT_STORED.row
+load_held_out = HELD_OUT_STORED.load
 
 
 #: The held-out test's threshold, fixed before seeds 40-79 were trained: the mean AUC over
@@ -1186,7 +1018,7 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
     """The push's prediction on the held-out ``rows`` (:func:`load_held_out`), each run
     counted a success when its copy accuracy at ``step`` ("last", or "first": step 0, the
     untrained model) is above ``level``: each condition's successes and AUC
-    (:func:`outcome_auc`), their mean -- a condition where every run copies or none does
+    (:func:`~attn_core.metrics.outcome_auc`), their mean -- a condition where every run copies or none does
     counts 0.5 there, since the push can sort nothing -- and the one-sided permutation p
     of that mean (``shuffles`` reassignments of the outcomes, each within its condition,
     seeded by ``seed``: (1 + the shuffles at least as large) / (1 + ``shuffles``))."""
@@ -1201,15 +1033,17 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
     for name in names:
         row = rows[name]
         try:
-            acc = np.asarray(row["copy_acc"], dtype=float)
-            score, ok = _runs(row["push_diag_copy"], acc[:, j] > level,
-                              f"rows[{name!r}]['push_diag_copy']")
+            ok = np.asarray(row["copy_acc"], dtype=float)[:, j] > level
+            score = np.asarray(row["push_diag_copy"], dtype=float)
+            if score.shape != ok.shape or not np.isfinite(score).all():
+                raise ValueError(f"push_diag_copy has shape {score.shape}, copy_acc "
+                                 f"{ok.shape} runs (finite numbers needed)")
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise ValueError(f"rows must be held-out rows (copy_acc (runs, 2) and "
                              f"push_diag_copy (runs,)); row {name!r}: {e}") from None
         k, n = int(ok.sum()), int(ok.size)
         if 0 < k < n:
-            a, null = _auc_and_null(score, ok, shuffles, rng)
+            a, null = auc_null(score, ok, shuffles, rng, f"rows[{name!r}]['push_diag_copy']")
             nulls.append(null)
         else:
             a = None

@@ -17,7 +17,6 @@ Uses ``ATTN_WORKERS`` worker processes (one torch thread each).
 """
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -38,9 +37,7 @@ def load() -> dict:
 
 
 def save(rows: dict) -> None:
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, OUT)
+    ch.SWEEP_STORED.write(rows, compact=False)      # atomic, indented
     write_manifest()    # the stored results' sha256 list covers this file
 
 

@@ -36,25 +36,26 @@ def print_pairs(rows: dict, label: str = "row") -> None:
         print(f"{name:20s} {k:>2d}/{n:<3d} [{lo:.2f}, {hi:.2f}] {p:>24.2g}")
 
 
-def train_rows(names, config, make_row, path, script: str, what: str = "",
-               resume: bool = True) -> dict:
-    """Train each of ``names`` (``config(name).run()``), make its stored row
-    (``make_row(cfg, history)``) and write all rows so far to ``path`` with the manifest
-    after each (atomically). ``resume``: start from the rows already in ``path`` (their
-    note kept); otherwise write a fresh file. The note names ``script`` and ``what``."""
+def train_rows(family, script: str, what: str = "", resume: bool = True) -> dict:
+    """Train each row of ``family`` (a :class:`attn_core.rows.RowFamily`: its
+    ``config(name).run()``), make its stored row (``family.row``) and write all rows so far
+    to the family's file with the manifest after each (atomically). ``resume``: start from
+    the rows already in the file (their note kept); otherwise write a fresh file. The note
+    names ``script`` and ``what``."""
     import json
     import time
 
     from attn_core.stored import platform, write_manifest
 
+    path = family.file
     out = json.loads(path.read_text()) if resume and path.exists() else {}
     note = out.pop("_about", f"Trained by {script} on {time.strftime('%Y-%m-%d')} "
                    f"({platform()['cpu']}){': ' + what if what else ''}.")
-    for name in names:
-        cfg = config(name)
+    for name in family.names:
+        cfg = family.config(name)
         t = time.time()
-        out[name] = make_row(cfg, cfg.run())
-        ch7.write_sweep(out, path, note=note)
+        out[name] = family.row(cfg, cfg.run())
+        family.write(out, note=note)
         write_manifest()
         row = out[name]
         done = ""

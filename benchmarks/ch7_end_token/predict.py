@@ -51,14 +51,13 @@ def write() -> None:
                      - np.asarray(mech[name]["push_diag_copy"], dtype=float)[:, 0]).max()
         print(f"[ch7 push] {name}: {time.time() - t:.1f} s; largest difference from the "
               f"mechanism run's step 0: {gap:.2g}", flush=True)
-    ch.write_sweep(out, ch.PUSH_FILE, note=note)
+    ch.PUSH_STORED.write(out, note=note)
     write_manifest()
 
 
 def held_out() -> None:
     require_fast()
-    train_rows(ch.HELD_OUT_ROWS, ch.held_out_config, ch.held_out_row, ch.HELD_OUT_FILE,
-               f"{Path(__file__).name} --held-out", "seeds 40-79, chosen after seeds 0-39 "
+    train_rows(ch.HELD_OUT_STORED, f"{Path(__file__).name} --held-out", "seeds 40-79, chosen after seeds 0-39 "
                "were analysed", resume=False)
 
 

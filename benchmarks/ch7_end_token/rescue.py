@@ -23,13 +23,9 @@ from attn_core.chapters import ch7_end_token as ch7
 
 from _common import print_pairs, require_fast, train_rows
 
-OUT = ch7.RESCUE_FILE
-
-
 def main() -> None:
     require_fast()
-    out = train_rows(ch7.RESCUE_ROWS, ch7.rescue_config, ch7.rescue_row, OUT,
-                     Path(__file__).name)
+    out = train_rows(ch7.RESCUE_STORED, Path(__file__).name)
     print_pairs(out, "row")
 
 

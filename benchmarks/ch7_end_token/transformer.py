@@ -22,19 +22,9 @@ from attn_core.chapters import ch7_end_token as ch7
 
 from _common import print_pairs, require_fast, train_rows
 
-OUT = ch7.TRANSFORMER_FILE
-
-
-CONDITIONS = ch7.TRANSFORMER_ROWS
-
-
-def config(name: str):
-    return ch7.transformer_config(name)
-
-
 def main() -> None:
     require_fast()
-    out = train_rows(CONDITIONS, config, ch7.transformer_row, OUT, Path(__file__).name)
+    out = train_rows(ch7.TRANSFORMER_STORED, Path(__file__).name)
     print_pairs(out, "condition")
 
 

@@ -64,7 +64,7 @@ def main() -> None:
         print(f"{name}: {int(ok.sum())}/{len(ok)} above {ch.SUCCESS_LEVEL}, rate {r:.2f} "
               f"[{lo:.2f}, {hi:.2f}] ({seconds:.0f} s)", flush=True)
         out["machine"] = f"{platform()['cpu']}, {os.cpu_count()} cores"
-        write_json(path, rows)                   # atomic: a stopped run keeps what it had
+        ch.FULL_SWEEP_STORED.write(rows, compact=False)  # atomic: a stopped run keeps it
         write_json(OUT, out)
         write_manifest()                          # the manifest covers the sweep's file
     print("success by condition:",
