@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from attn_core.chapters import ch7_end_token as ch
+from attn_core.chapters import ch7_runs
 from attn_core.chapters.ch4_copy import COPY_BASE
 from attn_core.data import CopyTask
 import torch.nn.functional as F
@@ -408,7 +409,7 @@ def test_the_rescue_rows_are_chapter_5s_model_with_and_without_the_end_token():
         ch.rescue_config("4 heads, none", seeds=[3, 100])
     # a row of some runs records which runs
     some = ch.rescue_config("4 heads, end token", seeds=[5, 7])
-    assert ch._rescue_runs(some) == [5, 7]
+    assert ch7_runs._rescue_runs(some) == [5, 7]
     assert some.head_seeds == ch.rescue_config("4 heads, end token").head_seeds[5:8:2]
 
 

@@ -47,6 +47,11 @@ def registry_problems(root: Path, chapters) -> list[str]:
             out.append(f"chapter {c.number}: no module attn_core/chapters/{c.module}.py")
         if not c.module.startswith(f"ch{c.number}_"):
             out.append(f"chapter {c.number}: its module {c.module} is not named ch{c.number}_*")
+        for part in c.parts:
+            if part not in modules:
+                out.append(f"chapter {c.number}: no part attn_core/chapters/{part}.py")
+            if not part.startswith(f"ch{c.number}_"):
+                out.append(f"chapter {c.number}: its part {part} is not named ch{c.number}_*")
         if f"ch{c.number}" not in exercises:
             out.append(f"chapter {c.number}: no checkers attn_core/exercises/ch{c.number}.py")
         if c.notebook not in notebooks:
@@ -63,7 +68,7 @@ def registry_problems(root: Path, chapters) -> list[str]:
         if not re.search(rf"^\*\*{c.number}\. ", intro, flags=re.M):
             out.append(f"chapter {c.number}: book/intro.md's story has no paragraph "
                        f"'**{c.number}. <title>.**'")
-    registered = {c.module for c in chapters}
+    registered = {m for c in chapters for m in (c.module, *c.parts)}
     out += [f"attn_core/chapters/{m}.py is not registered (registry.CHAPTERS)"
             for m in sorted(modules - registered)]
     out += [f"attn_core/exercises/{e}.py belongs to no registered chapter"
@@ -96,6 +101,32 @@ def test_the_registry_check_names_each_disagreement():
     assert any("ch7_end_token.py is not registered" in p for p in problems)
     assert any("notebooks/07_end_token.ipynb is not registered" in p for p in problems)
     assert any("exercises/ch7.py belongs to no registered chapter" in p for p in problems)
+
+
+def unexported(chapters) -> list[str]:
+    """Every public name of a chapter's parts that its module does not re-export (as the
+    same object, and in its ``__all__``)."""
+    out = []
+    for c in chapters:
+        module = c.load()
+        for part in c.load_parts():
+            for name in part.__all__:
+                if getattr(module, name, None) is not getattr(part, name) \
+                        or name not in module.__all__:
+                    out.append(f"chapter {c.number}: {c.module} does not re-export "
+                               f"{part.__name__.rsplit('.', 1)[-1]}.{name}")
+    return out
+
+
+def test_a_chapters_parts_are_re_exported_by_its_module():
+    assert [c.parts for c in registry.CHAPTERS if c.parts]            # one chapter has them
+    assert unexported(registry.CHAPTERS) == []
+    wrong = registry.Chapter(7, "ch7_end_token", "07_end_token", parts=("ch6_transformer",))
+    assert any("does not re-export ch6_transformer.TransformerSeq2Seq" in p
+               for p in unexported([wrong]))
+    problems = registry_problems(ROOT, (*registry.CHAPTERS[:-1], wrong))
+    assert "chapter 7: its part ch6_transformer is not named ch7_*" in problems
+    assert "attn_core/chapters/ch7_runs.py is not registered (registry.CHAPTERS)" in problems
 
 
 def test_every_registered_chapter_loads_and_the_docstrings_name_it():

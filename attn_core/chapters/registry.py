@@ -34,12 +34,16 @@ __all__ = ["Chapter", "CHAPTERS", "chapter", "stored_configs", "live_checks", "m
 class Chapter:
     """One chapter of the book: ``number``, its module ``attn_core.chapters.<module>``, its
     notebook ``notebooks/<notebook>.ipynb``, its checkers ``attn_core.exercises.ch<N>`` and
-    ``about``, what its module holds (the package docstring's line)."""
+    ``about``, what its module holds (the package docstring's line). A long chapter keeps
+    some of its code in ``parts`` (modules ``attn_core.chapters.ch<N>_*``, e.g. its runs
+    apart from its figures) whose every public name its module re-exports: the notebook
+    and the tests import the chapter's module only."""
 
     number: int
     module: str
     notebook: str
     about: str = ""
+    parts: tuple = ()
 
     @property
     def module_name(self) -> str:
@@ -58,6 +62,10 @@ class Chapter:
     def load(self) -> ModuleType:
         """The chapter's module (imported now)."""
         return importlib.import_module(self.module_name)
+
+    def load_parts(self) -> list[ModuleType]:
+        """The chapter's parts (imported now)."""
+        return [importlib.import_module(f"attn_core.chapters.{p}") for p in self.parts]
 
     def exercises(self) -> ModuleType:
         """The chapter's answer checkers (imported now)."""
@@ -79,10 +87,11 @@ CHAPTERS = (
             "translation with a hidden dictionary, proxy, KTIW probes, IBM Model 1"),
     Chapter(4, "ch4_copy", "04_permutation_copy", "the permutation-copy failure"),
     Chapter(5, "ch5_multihead", "05_multihead",
-            "good and bad heads, and the multi-head rescue"),
+            "good and bad heads, and the multi-head rescue", parts=("ch5_runs",)),
     Chapter(6, "ch6_transformer", "06_transformer",
             "does a Transformer fail too? An encoder-decoder Transformer on chapter 4's tasks"),
-    Chapter(7, "ch7_end_token", "07_end_token", "why one end token makes permutations hard"),
+    Chapter(7, "ch7_end_token", "07_end_token", "why one end token makes permutations hard",
+            parts=("ch7_runs",)),
 )
 
 
