@@ -16,6 +16,11 @@ each, and which of a History's metrics and probes a row keeps -- and gets from i
 A stored row is never shown for a configuration it was not computed with: a row whose
 recorded configuration, seeds, steps or shapes differ is refused with a ValueError naming
 the file and the script that recomputes it.
+
+A *table* is a result computed outside the book by a script too long for its time budget
+(the authors' own code, other base initialisations): :func:`write_table` stores it beside
+the rows, with a note of where it came from, and :func:`load_table` reads it back through
+the manifest. The chapter quotes the file, never a copy of its numbers in code.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from .config import env_stored
 from .stored import check_path, config_record, verify_file, write_json
 from .training import History, eval_schedule
 
-__all__ = ["RowFamily", "check_row_arrays", "rounded"]
+__all__ = ["RowFamily", "check_row_arrays", "rounded", "load_table", "write_table"]
 
 #: Decimals a row keeps of every metric and probe.
 DECIMALS = 4
@@ -198,3 +203,30 @@ class RowFamily:
             data["_about"] = str(note)
         return write_json(self.file if path is None else path, data, compact=compact,
                           what="rows")
+
+
+def write_table(path, rows, about: str) -> Path:
+    """Write the table ``rows`` (any JSON: a dict or list of rows) with ``about`` (what
+    computed it, how) to ``path`` atomically, indented; returns the path. Run
+    :func:`attn_core.stored.write_manifest` after it, as the producing script does."""
+    if not isinstance(about, str) or not about.strip():
+        raise TypeError("about must say what computed the table (a non-empty str)")
+    if not isinstance(rows, (dict, list)) or not rows:
+        raise TypeError(f"rows must be a non-empty dict or list; got {type(rows).__name__}")
+    return write_json(path, {"_about": about, "rows": rows}, what="rows")
+
+
+def load_table(path, script: str):
+    """The rows of the stored table ``path`` (written by :func:`write_table`), which must
+    match the stored results' manifest (:class:`~attn_core.stored.StoredMismatch`
+    otherwise); ValueError naming ``script`` if it is missing or not a table."""
+    path = check_path("path", path)
+    if not path.exists():
+        raise ValueError(f"the stored table {path} is missing: run {script}")
+    verify_file(path)
+    try:
+        rows = json.loads(path.read_text())["rows"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ValueError(f"the stored table {path} is not a table (a JSON object with "
+                         f"'rows'): run {script}") from None
+    return rows

@@ -98,7 +98,7 @@ def test_authors_code_results_are_the_ones_the_script_wrote():
         assert runs["args"]["seq_length"] == 20 and runs["args"]["steps_s1"] == 300
         final = tuple(round(h[-1]["acc"], 4) for h in runs["histories"])
         assert all(h[-1]["step"] == 300 for h in runs["histories"])
-        assert final == ch.AUTHORS_CODE_FAST[name]
+        assert final == ch.authors_code_fast()[name]
 
 
 @pytest.mark.parametrize("L, eos", [(1, False), (5, False), (5, True), (20, False)])
@@ -129,8 +129,8 @@ def test_model_ablation_counts_are_the_ones_the_script_wrote():
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "authors_copy" / "ablation.json"
     variants = json.loads(path.read_text())["variants"]
-    assert set(variants) == set(ch.MODEL_ABLATION_FAST)
-    for name, (proj, bias, eos, n_ok, n) in ch.MODEL_ABLATION_FAST.items():
+    assert set(variants) == set(ch.model_ablation_fast())
+    for name, (proj, bias, eos, n_ok, n) in ch.model_ablation_fast().items():
         v = variants[name]
         assert (v["head_proj"], v["bias"], v["eos"]) == (proj, bias, eos)
         assert (sum(a > ch.SUCCESS_LEVEL for a in v["final_acc"]), len(v["final_acc"])) == (n_ok, n)

@@ -185,8 +185,8 @@ def test_other_bases_are_the_numbers_the_script_wrote():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "ch5_bases" / "bases.json"
     runs = json.loads(path.read_text())["runs"]
     good = ch.RESCUE.fast.good
-    assert len(runs) == len(ch.OTHER_BASES_FAST)
-    for r, row in zip(runs, ch.OTHER_BASES_FAST):
+    assert len(runs) == len(ch.other_bases_fast())
+    for r, row in zip(runs, ch.other_bases_fast()):
         counts = []
         for kind in ("all bad", "one good"):
             v = r[kind]
@@ -518,13 +518,13 @@ def test_random_heads_alone_are_the_random_combinations_heads():
 
     cfg, _, combos, randoms = _stored_chapter()
     runs = ch.random_heads_alone_runs(cfg)
-    seeds = [h for h, _, _ in ch.RANDOM_HEADS_ALONE]
+    seeds = [h for h, _, _ in ch.random_heads_alone()]
     assert [list(r.head_seeds) for r in runs] == [seeds] * len(cfg.data_seeds)
     assert [r.data_seeds[0] for r in runs] == list(cfg.data_seeds)
     k4 = [s for c in ch.combination_configs(cfg, ["good", "bad", "bad", "bad", "bad"] + [
         "inconsistent"] * 11)["random"].head_seeds for s in c]
     assert seeds[:20] == k4
-    accs = np.array([a for _, *a in ch.RANDOM_HEADS_ALONE])
+    accs = np.array([a for _, *a in ch.random_heads_alone()])
     assert (np.abs(accs - cfg.good) > 0.001).all() and (np.abs(accs - cfg.bad) > 0.001).all()
 
 

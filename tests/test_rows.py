@@ -116,3 +116,37 @@ def test_the_familys_own_file_is_read_only_through_the_manifest(family, written)
     with pytest.raises(StoredMismatch, match="rows.json is not in the stored results' "
                                              "manifest"):
         family.load()
+
+
+# ------------------------------------------------------------------------------ tables
+def test_a_table_reads_back_only_through_the_manifest(tmp_path, monkeypatch):
+    from attn_core import stored
+
+    monkeypatch.setattr(stored, "STORE", tmp_path / "stored")
+    monkeypatch.setattr(stored, "ROWS", tmp_path / "rows")
+    (tmp_path / "stored").mkdir()
+    (tmp_path / "rows").mkdir()
+    path = tmp_path / "rows" / "table.json"
+    stored.write_manifest()                                  # a manifest without the table
+    rows.write_table(path, {"a": [1, 2]}, "made by a test")
+    with pytest.raises(StoredMismatch, match="table.json is not in the stored results' "
+                                             "manifest"):
+        rows.load_table(path, "make it")
+    stored.write_manifest()
+    assert rows.load_table(path, "make it") == {"a": [1, 2]}
+    assert json.loads(path.read_text())["_about"] == "made by a test"
+    path.write_text(path.read_text().replace("2", "3"))              # a changed number
+    with pytest.raises(StoredMismatch, match="was changed after it was stored"):
+        rows.load_table(path, "make it")
+    with pytest.raises(ValueError, match=r"the stored table .*nothing.json is missing: run "
+                                         r"make it"):
+        rows.load_table(tmp_path / "rows" / "nothing.json", "make it")
+
+
+def test_the_chapters_tables_are_package_data_in_the_manifest():
+    from attn_core.chapters import ch4_copy, ch5_multihead
+
+    assert ch4_copy.model_ablation_fast()["authors"] == (True, True, True, 2, 20)
+    assert len(ch4_copy.authors_code_fast()["permutation"]) == 20
+    assert len(ch5_multihead.random_heads_alone()) == 30
+    assert ch5_multihead.other_bases_fast()[1][-2:] == ((4, 6), (6, 6))

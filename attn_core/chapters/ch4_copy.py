@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -29,6 +30,7 @@ from ..config import Preset, env_max_steps, first_seeds
 from ..data import COPY_DISTRIBUTIONS, CopyTask, copy_vocab
 from ..metrics import first_step, fisher_exact, newcombe_interval, success_rate
 from ..models import ATTENTION_MODES, BagOfWordsProxy, Seq2Seq
+from ..rows import load_table
 from ..stacked import RNN_CELLS
 from ..theory import count_table
 from ..training import EXECUTIONS
@@ -38,7 +40,8 @@ from .ch3_ibm1 import run_proxy
 __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_probe",
            "check_probe_args",
            "control", "SUCCESS_LEVEL", "succeeded", "success_rate", "scaled_count_table",
-           "run_proxy", "AUTHORS_CODE_FAST", "MODEL_ABLATION_FAST", "guessing_accuracy",
+           "run_proxy", "authors_code_fast", "model_ablation_fast",
+           "AUTHORS_CODE_FILE", "MODEL_ABLATION_FILE", "guessing_accuracy",
            "MIXTURE", "MIXTURE_REFERENCE", "steps_to_level",
            "LuongSeq2Seq", "stored_configs", "untrained", "proxy_alignment",
            "untrained_proxy", "fisher_exact", "newcombe_interval", "model_diagram",
@@ -48,39 +51,35 @@ __all__ = ["CopyConfig", "CopyTraining", "COPY_BASE", "PERMUTATION_LONG", "copy_
 #: A run succeeds when its held-out token accuracy ends above this level (SZKS Fig. 2).
 SUCCESS_LEVEL = 0.95
 
-#: The authors' own code at the chapter's fast settings, run outside the book (it is not a
-#: dependency): Sea-Snell/AttentionDynamics at commit 45774617, ``SequenceCopying/seq2seq.py``
-#: with ``benchmarks/authors_copy/seq2seq.patch`` (seed Python's ``random``, one more
-#: evaluation after the last step, no crash at L != 40), L = 20, hidden 64, batch 32, 300
-#: steps, Adam 1e-3, seeds 0-19; run with
-#: ``benchmarks/authors_copy/run.sh``. Final token accuracy of each run (their metric: 50
-#: fresh sequences, EOS included). ``tests/test_ch4.py`` checks these against the JSON files
-#: the script wrote.
-AUTHORS_CODE_FAST = {
-    "permutation": (
-        0.761, 0.4181, 0.9952, 0.3648, 0.8248, 0.2971, 0.9981, 0.3952, 0.3876, 0.9152, 0.9895,
-        0.6905, 0.9876, 0.9505, 0.4362, 0.3943, 0.4552, 0.6305, 0.4352, 0.4914,
-    ),
-    "control": (
-        0.999, 0.9962, 0.9981, 0.9971, 1.0, 0.9981, 1.0, 1.0, 0.9971, 0.999, 1.0, 0.999, 1.0, 1.0,
-        0.9943, 0.9971, 0.9933, 0.9952, 0.9981, 0.9971,
-    ),
-}
+#: Where the tables of runs made outside the book live (package data, in the manifest).
+AUTHORS_CODE_FILE = Path(__file__).with_name("data") / "ch4_authors_code.json"
+MODEL_ABLATION_FILE = Path(__file__).with_name("data") / "ch4_model_ablation.json"
 
 
-#: Which detail of the authors' model makes permutations hard at the fast settings (20 seeds,
-#: 300 steps, this module's :class:`CopyConfig` with the three switches set as shown), run
-#: outside the book by ``benchmarks/authors_copy/ablate.py`` (its
-#: ``ablation.json`` holds every run's final accuracy; ``tests/test_ch4.py`` checks the
-#: counts): ``name: (head_proj, bias, eos, runs above 0.95, runs)``.
-MODEL_ABLATION_FAST = {
-    "luong": (False, False, False, 10, 20),
-    "proj": (True, False, False, 17, 20),
-    "bias": (False, True, False, 11, 20),
-    "eos": (False, False, True, 4, 20),
-    "proj+bias": (True, True, False, 18, 20),
-    "authors": (True, True, True, 2, 20),
-}
+def authors_code_fast() -> dict[str, tuple[float, ...]]:
+    """The authors' own code at the chapter's fast settings, run outside the book (it is not
+    a dependency): Sea-Snell/AttentionDynamics at commit 45774617,
+    ``SequenceCopying/seq2seq.py`` with ``benchmarks/authors_copy/seq2seq.patch`` (seed
+    Python's ``random``, one more evaluation after the last step, no crash at L != 40),
+    L = 20, hidden 64, batch 32, 300 steps, Adam 1e-3, seeds 0-19: task ("permutation",
+    "control") -> each run's final token accuracy (their metric: 50 fresh sequences, EOS
+    included). Read from :data:`AUTHORS_CODE_FILE`, written by
+    ``benchmarks/authors_copy/table.py`` from the runs' JSON (``tests/test_ch4.py`` checks
+    the two agree)."""
+    rows = load_table(AUTHORS_CODE_FILE, "python benchmarks/authors_copy/table.py")
+    return {task: tuple(acc) for task, acc in rows.items()}
+
+
+def model_ablation_fast() -> dict[str, tuple]:
+    """Which detail of the authors' model makes permutations hard at the fast settings (20
+    seeds, 300 steps, this module's :class:`CopyConfig` with the three switches set as
+    shown), run outside the book by ``benchmarks/authors_copy/ablate.py`` (its
+    ``ablation.json`` holds every run's final accuracy; ``tests/test_ch4.py`` checks the
+    counts): ``name -> (head_proj, bias, eos, runs above 0.95, runs)``, read from
+    :data:`MODEL_ABLATION_FILE`."""
+    rows = load_table(MODEL_ABLATION_FILE, "python benchmarks/authors_copy/ablate.py")
+    return {name: tuple(row) for name, row in rows.items()}
+
 
 class CopyTraining:
     """What every copy-task config shares, whatever its model (this chapter's

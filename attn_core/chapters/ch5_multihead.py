@@ -38,9 +38,9 @@ from ..models import HEAD_REDUCTIONS, Seq2Seq
 from . import ch5_runs
 # the chapter's runs, re-exported (every name of ch5_runs.__all__)
 from .ch5_runs import (HeadsRun, head_probe, RescueConfig, RESCUE, head_combinations,
-                       COMBINATION_KINDS, OTHER_BASES_FAST, stored_configs,
-                       screen_configs, combination_configs, RANDOM_HEADS_ALONE,
-                       random_heads_alone_runs)
+                       COMBINATION_KINDS, other_bases_fast, stored_configs,
+                       screen_configs, combination_configs, random_heads_alone,
+                       random_heads_alone_runs, OTHER_BASES_FILE, RANDOM_HEADS_ALONE_FILE)
 
 __all__ = [*ch5_runs.__all__, "MultiHeadLuong", "readable_model", "head_rate",
            "rate_difference", "rescue_prediction", "verdict_agreement", "repeat_rates",

@@ -6,8 +6,8 @@ Every model shares one base initialisation and differs only in its attention hea
 holds the chapter's protocol -- the screen of one-head models, the K-head combinations of
 SZKS Fig. 2 right (:data:`COMBINATION_KINDS`), the random K-head draws -- and builds every
 run of it; :data:`RESCUE` is its fast and full preset. The tables of runs made outside the
-book (:data:`OTHER_BASES_FAST`, :data:`RANDOM_HEADS_ALONE`) and the runs that reproduce
-them live here too.
+book (:func:`other_bases_fast`, :func:`random_heads_alone`: package data) and the runs
+that reproduce them live here too.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import functools
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -24,13 +25,15 @@ from ..checks import check_choice, check_int, check_real, check_seeds
 from ..config import Preset, env_max_steps
 from ..metrics import classify_heads
 from ..models import HEAD_REDUCTIONS, Seq2Seq
+from ..rows import load_table
 from ..training import History
 from ._experiment import Experiment, check_history
 from .ch4_copy import COPY_BASE, CopyConfig, check_probe_args, control
 
 __all__ = ["HeadsRun", "head_probe", "RescueConfig", "RESCUE", "head_combinations",
-           "COMBINATION_KINDS", "OTHER_BASES_FAST", "stored_configs", "screen_configs",
-           "combination_configs", "RANDOM_HEADS_ALONE", "random_heads_alone_runs"]
+           "COMBINATION_KINDS", "other_bases_fast", "stored_configs", "screen_configs",
+           "combination_configs", "random_heads_alone", "random_heads_alone_runs",
+           "OTHER_BASES_FILE", "RANDOM_HEADS_ALONE_FILE"]
 
 #: The three kinds of K-head combinations of SZKS Fig. 2 right.
 COMBINATION_KINDS = ("all bad", "one good", "random")
@@ -356,7 +359,7 @@ class RescueConfig:
 #: Batched: at this size a stacked GRU step is ~1.5x
 #: faster than S single ones on the CPU (benchmarks/bench_engine.py), and the members split
 #: into one stacked group per worker process. Base seed 0 was chosen because its heads split
-#: (about half good); other bases split differently (:data:`OTHER_BASES_FAST`). The control
+#: (about half good); other bases split differently (:func:`other_bases_fast`). The control
 #: runs stop at step 160 (see :attr:`RescueConfig.control_steps`). Full: the
 #: authors' scale (L = 40, hidden 256, batch 128, 200 steps, 3 data seeds, K = 8, 50
 #: combinations of each kind); its screen draws up to 240 candidates, 80 at a time, until
@@ -376,70 +379,41 @@ RESCUE = Preset(
 )
 
 
-#: The chapter's protocol at other base initialisations, and at batch 16, run outside the
-#: book by ``benchmarks/ch5_bases/run.py`` (each base costs one to two minutes on the
-#: project's 2-core CPU, more than the fast budget allows): chapter 5's fast config
-#: with only ``base_seed`` and ``copy.batch_size`` changed; 16 candidate heads on 2 data
-#: streams, then 6 "all bad" and 6 "one good" K = 4 combinations. Each row: ``(batch_size,
-#: base_seed, good, bad, inconsistent, decided on the first stream, of those repeated strictly
-#: on the second, Cohen's κ of success on the two streams and its one-sided Fisher p
-#: (:func:`verdict_agreement`, 3 significant digits), all bad (successes, runs), one good
-#: (successes, runs))``; ``None`` where the
-#: screen found fewer than K bad heads. ``tests/test_ch5.py`` recomputes the rows from the
-#: script's JSON (its screen accuracies).
-OTHER_BASES_FAST = (
-    (32, 1, 10, 2, 4, 15, 12, 0.709, 0.0128, None, None),
-    (32, 2, 7, 5, 4, 13, 12, 1.0, 8.74e-05, (4, 6), (6, 6)),
-    (32, 3, 8, 0, 8, 11, 8, 0.613, 0.0245, None, None),
-    (16, 0, 6, 8, 2, 16, 14, 0.75, 0.0035, (0, 6), (2, 6)),
-    (16, 1, 9, 4, 3, 16, 13, 0.733, 0.00762, (0, 6), (5, 6)),
-    (16, 2, 6, 9, 1, 16, 15, 0.871, 0.000874, (1, 6), (5, 6)),
-)
+#: Where the tables of runs made outside the book live (package data, in the manifest).
+OTHER_BASES_FILE = Path(__file__).with_name("data") / "ch5_other_bases.json"
+RANDOM_HEADS_ALONE_FILE = Path(__file__).with_name("data") / "ch5_random_heads_alone.json"
 
 
-#: The fresh heads of the fast random combinations (K = 4: its 5 runs' 20 heads; K = 2: its
-#: 5 runs' 10 heads), each trained *alone* as a one-head model with the screen's protocol
-#: (base 0, data streams 0 and 1, 300 steps): ``(head seed, final token accuracy on stream 0,
-#: on stream 1)``, rounded to 3 decimals (no value lies within 0.001 of a threshold). Run
-#: outside the book (60 one-head runs, ~2 min on the project's 2-core CPU, more than the
-#: fast budget allows); :func:`random_heads_alone_runs` gives the runs that
-#: reproduce it (``[r.run() for r in ch.random_heads_alone_runs()]``).
-RANDOM_HEADS_ALONE = (
-    (45000, 0.468, 0.986),
-    (45001, 1.000, 0.516),
-    (45002, 0.998, 0.998),
-    (45003, 0.530, 0.999),
-    (45004, 1.000, 0.998),
-    (45005, 0.999, 0.940),
-    (45006, 0.999, 0.998),
-    (45007, 1.000, 1.000),
-    (45008, 1.000, 1.000),
-    (45009, 1.000, 1.000),
-    (45010, 0.594, 0.604),
-    (45011, 0.613, 0.629),
-    (45012, 1.000, 0.998),
-    (45013, 0.554, 0.585),
-    (45014, 1.000, 0.999),
-    (45015, 0.576, 0.554),
-    (45016, 0.489, 0.548),
-    (45017, 0.539, 0.596),
-    (45018, 1.000, 0.538),
-    (45019, 0.516, 0.568),
-    (25000, 0.597, 0.587),
-    (25001, 0.998, 0.999),
-    (25002, 0.575, 0.593),
-    (25003, 1.000, 1.000),
-    (25004, 0.626, 0.598),
-    (25005, 1.000, 0.999),
-    (25006, 1.000, 1.000),
-    (25007, 1.000, 1.000),
-    (25008, 0.532, 0.558),
-    (25009, 0.998, 1.000),
-)
+def other_bases_fast() -> tuple[tuple, ...]:
+    """The chapter's protocol at other base initialisations, and at batch 16, run outside
+    the book by ``benchmarks/ch5_bases/run.py`` (each base costs one to two minutes on two
+    cores, more than the fast budget allows): chapter 5's fast config with only
+    ``base_seed`` and ``copy.batch_size`` changed; 16 candidate heads on 2 data streams,
+    then 6 "all bad" and 6 "one good" K = 4 combinations. Each row: ``(batch_size,
+    base_seed, good, bad, inconsistent, decided on the first stream, of those repeated
+    strictly on the second, Cohen's κ of success on the two streams and its one-sided
+    Fisher p (:func:`~attn_core.chapters.ch5_multihead.verdict_agreement`, 3 significant
+    digits), all bad (successes, runs), one good (successes, runs))``; ``None`` where the
+    screen found fewer than K bad heads. Read from :data:`OTHER_BASES_FILE`;
+    ``tests/test_ch5.py`` recomputes the rows from the script's JSON."""
+    rows = load_table(OTHER_BASES_FILE, "python benchmarks/ch5_bases/run.py")
+    return tuple(tuple(tuple(v) if isinstance(v, list) else v for v in row) for row in rows)
+
+
+def random_heads_alone() -> tuple[tuple[int, float, float], ...]:
+    """The fresh heads of the fast random combinations (K = 4: its 5 runs' 20 heads; K = 2:
+    its 5 runs' 10 heads), each trained *alone* as a one-head model with the screen's
+    protocol (base 0, data streams 0 and 1, 300 steps): ``(head seed, final token accuracy
+    on stream 0, on stream 1)``, rounded to 3 decimals (no value lies within 0.001 of a
+    threshold). Run outside the book (60 one-head runs, ~2 min on two cores, more than the
+    fast budget allows) by ``benchmarks/ch5_bases/heads_alone.py``: the runs of
+    :func:`random_heads_alone_runs`. Read from :data:`RANDOM_HEADS_ALONE_FILE`."""
+    rows = load_table(RANDOM_HEADS_ALONE_FILE, "python benchmarks/ch5_bases/heads_alone.py")
+    return tuple((int(s), float(a), float(b)) for s, a, b in rows)
 
 
 def random_heads_alone_runs(cfg: "RescueConfig | None" = None) -> list[HeadsRun]:
-    """The one-head runs behind :data:`RANDOM_HEADS_ALONE`: the random combinations' heads
+    """The one-head runs behind :func:`random_heads_alone`: the random combinations' heads
     (the first ``n_random`` K-head draws of every K > 1 in ``cfg.ks``, K = ``k_combo``
     first), each alone on every screen data stream."""
     cfg = RESCUE.fast if cfg is None else _check_rescue(cfg)

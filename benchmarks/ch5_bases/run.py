@@ -6,7 +6,9 @@ one-head models on 2 data streams), the good/bad/inconsistent labels and the ver
 rate (``metrics.verdict_repeat``), then the K = 4 combinations "all bad" and "one good"
 (6 each, the chapter's data streams). Everything else is chapter 5's fast config
 (``ch5_multihead.RESCUE.fast``). Writes ``bases.json`` next to this file; the chapter shows
-it as ``ch5_multihead.OTHER_BASES_FAST`` (a test checks the two agree).
+its rows as ``ch5_multihead.other_bases_fast()``, from
+``attn_core/chapters/data/ch5_other_bases.json``, which this script writes too (a test
+recomputes them from ``bases.json``).
 
     ATTN_MODE=fast python benchmarks/ch5_bases/run.py
 """
@@ -24,6 +26,8 @@ import torch
 
 from attn_core.chapters import ch5_multihead as ch
 from attn_core.metrics import verdict_repeat
+from attn_core.rows import write_table
+from attn_core.stored import write_manifest
 
 RUNS = [(32, 1), (32, 2), (32, 3), (16, 0), (16, 1), (16, 2)]
 
@@ -57,6 +61,31 @@ def study(batch: int, base: int) -> dict:
     return row
 
 
+ABOUT = ("Chapter 5's protocol at other base initialisations and at batch 16, by "
+         "benchmarks/ch5_bases/run.py (its bases.json holds the runs): chapter 5's fast "
+         "config with only base_seed and copy.batch_size changed; 16 candidate heads on 2 "
+         "data streams, then 6 'all bad' and 6 'one good' K = 4 combinations. Each row: "
+         "[batch_size, base_seed, good, bad, inconsistent, decided on the first stream, of "
+         "those repeated strictly on the second, Cohen's kappa of success on the two streams "
+         "and its one-sided Fisher p (verdict_agreement, 3 significant digits), all bad "
+         "[successes, runs], one good [successes, runs]]; null where the screen found fewer "
+         "than K bad heads.")
+
+
+def table_row(r: dict) -> list:
+    """The chapter's row of one study ``r`` (as ``study`` returns it)."""
+    cfg = ch.RESCUE.fast
+    final = np.array(r["screen_final_acc"])
+    rep = ch.repeat_rates(final, cfg.good, cfg.bad,
+                          n_tokens=cfg.copy.eval_batch_size * cfg.copy.length)
+    agree = ch.verdict_agreement(final, cfg.good)
+    counts = [None if r[kind] is None else [r[kind]["successes"], r[kind]["runs"]]
+              for kind in ("all bad", "one good")]
+    return [r["batch_size"], r["base_seed"], r["good"], r["bad"], r["inconsistent"],
+            r["decided"], rep["repeat"], round(agree["kappa"], 3),
+            float(f"{agree['p']:.3g}"), *counts]
+
+
 def main() -> None:
     rows = []
     for batch, base in RUNS:
@@ -73,6 +102,8 @@ def main() -> None:
     path = Path(__file__).with_name("bases.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {path}")
+    print("wrote", write_table(ch.OTHER_BASES_FILE, [table_row(r) for r in rows], ABOUT))
+    write_manifest()
 
 
 if __name__ == "__main__":
