@@ -32,7 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from attn_core import cache, claims, config, data, metrics, models, plotting, stacked  # noqa: E402
-from attn_core import rows, theory, training  # noqa: E402
+from attn_core import rows, stats, theory, training  # noqa: E402
 from attn_core.chapters import ch1_gated, ch2_sen, ch3_ibm1, ch4_copy, ch5_multihead  # noqa: E402
 from attn_core.chapters import ch6_transformer, ch7_end_token  # noqa: E402
 
@@ -2201,6 +2201,32 @@ CHAPTERS = [
          r"EndTokenConfig\.lr must be a finite"),
     case("EndTokenConfig-seeds-empty", lambda: ch7_end_token.EndTokenConfig(seeds=()),
          r"EndTokenConfig\.seeds must hold"),
+    case("long_config-row-unknown", lambda: ch7_end_token.long_config("start, L=20"),
+         "row must be one of"),
+    case("long_config-seeds-negative",
+         lambda: ch7_end_token.long_config("both, L=20", seeds=[-1]), "seeds"),
+    case("load_long-path-missing", lambda: ch7_end_token.load_long(NO_FILE),
+         "the stored sweep .* is missing"),
+    case("times_to_level-row-int", lambda: ch7_end_token.times_to_level(5),
+         "row must be a stored row"),
+    case("times_to_level-level-percent", lambda: ch7_end_token.times_to_level(ROW7, 95),
+         "level must be"),
+    case("delay_table-rows-int", lambda: ch7_end_token.delay_table(5), "rows must be"),
+    case("delay_table-rows-lacking",
+         lambda: ch7_end_token.delay_table({"both, L=20": ROW7}),
+         "rows must hold the long rows"),
+    case("delay_table-levels-nan",
+         lambda: ch7_end_token.delay_table(ROWS7, [("both, L=20", "none, L=20")], [NAN]),
+         "level must be"),
+    case("delay_table-short-0",
+         lambda: ch7_end_token.delay_table(ROWS7, [("both, L=20", "none, L=20")], short=0),
+         "short must be"),
+    case("draw_survival-names-str", lambda: ch7_end_token.draw_survival(ROWS7, "both, L=20"),
+         "names must be a non-empty list"),
+    case("draw_survival-names-unknown", lambda: ch7_end_token.draw_survival(ROWS7, ["x"]),
+         "rows must hold the long rows"),
+    case("draw_survival-level-2",
+         lambda: ch7_end_token.draw_survival(ROWS7, ["both, L=20"], level=2.0), "level"),
     case("condition_name-cfg-int", lambda: ch7_end_token.condition_name(5),
          "cfg must be an EndTokenConfig"),
     case("condition_name-cfg-chapter-4s", lambda: ch7_end_token.condition_name(ch4_copy.COPY_BASE.fast),
@@ -2523,6 +2549,32 @@ ROWS = [
 ]
 
 
+STATS = [
+    case("time_to_level-level-nan", lambda: stats.time_to_level([0, 1], [[0.1, 0.2]], NAN),
+         "level must be"),
+    case("time_to_level-values-1d", lambda: stats.time_to_level([0, 1], [0.1, 0.2], 0.5),
+         "values"),
+    case("time_to_level-steps-str", lambda: stats.time_to_level("ab", [[0.1, 0.2]], 0.5),
+         "steps"),
+    case("kaplan_meier-times-negative", lambda: stats.kaplan_meier([-1, 2], [True, True]),
+         "times must be a non-empty 1-D array of steps >= 0"),
+    case("kaplan_meier-reached-int", lambda: stats.kaplan_meier([1, 2], [1, 0]),
+         "reached .* must be a non-empty 1-D bool array"),
+    case("kaplan_meier-reached-short", lambda: stats.kaplan_meier([1, 2], [True]),
+         "reached .* must hold one entry per run"),
+    case("logrank-times_b-nan", lambda: stats.logrank([1], [True], [NAN], [True]), "times_b"),
+    case("paired_order-times_b-short",
+         lambda: stats.paired_order([1, 2], [True, True], [1], [True]), "times_b"),
+    case("mcnemar-a_ok-empty", lambda: stats.mcnemar([], []), "a_ok"),
+    case("paired_difference-confidence-1",
+         lambda: stats.paired_difference(OK3, OK3, confidence=1.0), "confidence must be in"),
+    case("paired_difference-b_ok-float", lambda: stats.paired_difference(OK3, [0.5] * 3),
+         "b_ok must be a non-empty 1-D bool array"),
+    case("holm-pvalues-empty", lambda: stats.holm([]), "pvalues"),
+    case("holm-pvalues-2d", lambda: stats.holm([[0.1]]), "pvalues"),
+]
+
+
 # ------------------------------------------------------------------------------- the tests
 @pytest.mark.parametrize("call, match", DATA)
 def test_data(call, match):
@@ -2536,6 +2588,11 @@ def test_theory(call, match):
 
 @pytest.mark.parametrize("call, match", METRICS)
 def test_metrics(call, match):
+    check_rejected(call, match)
+
+
+@pytest.mark.parametrize("call, match", STATS)
+def test_stats(call, match):
     check_rejected(call, match)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -632,3 +634,33 @@ def test_a_stored_row_that_is_not_its_configurations_is_refused(
     bad.write_text(json.dumps(rows))
     with pytest.raises(ValueError, match=rf"has no row {row!r}"):
         getattr(ch, loader)(bad)
+
+
+# ------------------------------------------------------------- delay or failure (long runs)
+def test_long_configs_are_the_sweeps_rows_trained_longer():
+    for row in ch.LONG_ROWS:
+        long, short = ch.long_config(row), ch.sweep_config(row)
+        assert long.steps == ch.LONG_STEPS > short.steps
+        assert dataclasses.replace(long, steps=short.steps) == short
+
+
+def _row(steps, acc):
+    return {"eval_steps": list(steps), "copy_acc": [list(a) for a in acc]}
+
+
+def test_delay_table_counts_pairs_and_corrects_the_family():
+    steps = [0, 100, 200, 300, 400]
+    early = [[0, 0.96, 1, 1, 1]] * 6                   # above 0.95 at step 100
+    late = [[0, 0, 0, 0, 0.99]] * 6                     # after the short budget
+    never = [[0, 0.5, 0.6, 0.7, 0.8]] * 6
+    rows = {"a": _row(steps, early), "b": _row(steps, late), "c": _row(steps, never)}
+    out = ch.delay_table(rows, [("a", "b"), ("b", "c")], [0.95], short=300)
+    ab, bc = out
+    assert (ab["a_by_short"], ab["b_by_short"], ab["b_by_end"]) == (6, 0, 6)
+    assert (ab["a_first"], ab["b_first"], ab["ties"], ab["neither"]) == (6, 0, 0, 0)
+    assert ab["p"] == pytest.approx(2 / 2 ** 6) and ab["p_holm"] == pytest.approx(4 / 2 ** 6)
+    assert (ab["a_median"], ab["b_median"], ab["b_never"]) == (100, 400, 0)
+    # b (late) against c (never): every b run first, and c's runs never got there
+    assert (bc["a_by_short"], bc["a_by_end"], bc["b_by_end"]) == (0, 6, 0)
+    assert (bc["a_first"], bc["b_first"], bc["a_never"], bc["b_never"]) == (6, 0, 0, 1.0)
+    assert bc["b_median"] is None and bc["runs"] == 6

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..checks import check_choice, check_int, check_real
 from ..metrics import auc_null, fisher_exact, outcome_auc, row_successes, wilson_interval
+from ..stats import holm, kaplan_meier, paired_order, time_to_level
 from . import ch7_runs
 # the chapter's runs, re-exported (every name of ch7_runs.__all__)
 from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
@@ -33,13 +34,15 @@ from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        PUSH_FILE, push_config, push_row, load_push, HELD_OUT_ROWS,
                        HELD_OUT_SEEDS, HELD_OUT_FILE, held_out_config, held_out_row,
                        load_held_out, SWEEP_STORED, TRANSFORMER_STORED, RESCUE_STORED,
-                       PUSH_STORED, HELD_OUT_STORED)
+                       PUSH_STORED, HELD_OUT_STORED, LONG_ROWS, LONG_STEPS,
+                       LONG_FILE, long_config, LONG_STORED, load_long)
 
 __all__ = [*ch7_runs.__all__, "successes", "compare", "ABLATION_GROUPS", "LABELS",
            "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass", "draw_runs",
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
-           "HELD_OUT_MIN_AUC"]
+           "HELD_OUT_MIN_AUC", "DELAY_LEVELS", "DELAY_PAIRS", "times_to_level",
+           "delay_table", "draw_survival"]
 
 
 
@@ -504,3 +507,93 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
     mean = float(np.mean(aucs))
     p = float((1 + (np.mean(nulls, axis=0) >= mean - 1e-12).sum()) / (1 + shuffles))
     return {"rows": out, "mean_auc": mean, "p": p}
+
+
+# ---------------------------------------------------------- delay or failure (the long runs)
+#: The two levels a run's time is measured to: the chapter's success level and a lower one
+#: (at L = 10 the runs with the end token end between 0.82 and 0.95).
+DELAY_LEVELS = (0.9, SUCCESS_LEVEL)
+#: The paired comparisons of the long runs (a, b: rows on the same seeds, initialisations
+#: and data), one family: chapter 4's permutations against the control, then the end
+#: token's cost and what removes it.
+DELAY_PAIRS = (("both, L=20, control", "both, L=20"), ("none, L=20", "both, L=20"),
+               ("source, L=20", "target, L=20"), ("masked, L=20", "both, L=20"),
+               ("no end loss, L=20", "both, L=20"), ("none, L=10", "both, L=10"))
+
+
+def _check_long(rows, names) -> None:
+    if not isinstance(rows, dict):
+        raise TypeError(f"rows must be the stored long runs (load_long); got "
+                        f"{type(rows).__name__}")
+    missing = [n for n in names if n not in rows]
+    if missing:
+        raise ValueError(f"rows must hold the long rows {missing}")
+
+
+def times_to_level(row: dict, level: float = SUCCESS_LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's first evaluation step with copy accuracy above ``level`` in a stored row,
+    and whether it got there (False: censored at the row's last step):
+    :func:`attn_core.stats.time_to_level`."""
+    if not isinstance(row, dict) or "copy_acc" not in row or "eval_steps" not in row:
+        raise TypeError("row must be a stored row (a dict with eval_steps and 'copy_acc')")
+    return time_to_level(row["eval_steps"], row["copy_acc"], check_real("level", level,
+                                                                        0.0, 1.0))
+
+
+def delay_table(rows: dict, pairs=DELAY_PAIRS, levels=DELAY_LEVELS, short: int = 300) -> list:
+    """For each pair (a, b) of long rows (:func:`load_long`) and each level: how many runs
+    of each are above it at step ``short`` (the sweep's budget) and got there by the last
+    step, the fraction that never did (Kaplan-Meier), the median time of those that did,
+    and the paired order test (:func:`attn_core.stats.paired_order`) with its
+    Holm-corrected p over the whole family (every pair at every level)."""
+    pairs = [tuple(p) for p in pairs]
+    _check_long(rows, [n for p in pairs for n in p])
+    levels = [check_real("level", v, 0.0, 1.0) for v in levels]
+    short = check_int("short", short, 1)
+    out = []
+    for a, b in pairs:
+        for level in levels:
+            entry = {"a": a, "b": b, "level": level}
+            times = {}
+            for side, name in (("a", a), ("b", b)):
+                t, r = times_to_level(rows[name], level)
+                times[side] = (t, r)
+                entry[side + "_by_short"] = int((r & (t <= short)).sum())
+                entry[side + "_by_end"] = int(r.sum())
+                entry[side + "_never"] = float(kaplan_meier(t, r)[1][-1])
+                entry[side + "_median"] = float(np.median(t[r])) if r.any() else None
+            entry["runs"] = int(times["a"][0].size)
+            entry.update(paired_order(*times["a"], *times["b"]))
+            out.append(entry)
+    for entry, p in zip(out, holm([e["p"] for e in out])):
+        entry["p_holm"] = float(p)
+    return out
+
+
+def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: int = 300):
+    """The fraction of runs still at or below ``level`` (copy accuracy) after each step,
+    Kaplan-Meier, for each long row of ``names`` (default: every row of ``rows`` at
+    L = 20), with the sweep's budget ``short`` marked: a curve that keeps falling after it
+    is a delay; one that flattens above 0 is runs that stall, as far as the budget shows."""
+    import matplotlib.pyplot as plt
+
+    if names is None:
+        names = [n for n in LONG_ROWS if "L=20" in n]
+    if isinstance(names, str) or not names:
+        raise TypeError("names must be a non-empty list of long rows")
+    _check_long(rows, names)
+    level = check_real("level", level, 0.0, 1.0)
+    fig, ax = plt.subplots(figsize=(5.2, 4.4), layout="constrained")
+    for i, name in enumerate(names):
+        t, s = kaplan_meier(*times_to_level(rows[name], level))
+        end = float(rows[name]["eval_steps"][-1])
+        cond, _, task = SWEEP_ROWS[name]
+        label = LABELS[cond] + (", control" if task == "control" else "")
+        ax.step(np.append(t, end), np.append(s, s[-1]), where="post", color=f"C{i}",
+                lw=1.6, label=label, ls=":" if task == "control" else "-")
+    ax.axvline(short, color="0.4", lw=0.8, ls="--")
+    ax.text(short, 1.02, f" step {short}", color="0.4", fontsize=9, va="bottom")
+    ax.set(xlabel="training step", ylim=(-0.02, 1.08),
+           ylabel=f"runs not yet above {level:g}")
+    fig.legend(loc="outside lower center", ncols=2, fontsize=8)
+    return fig

@@ -42,7 +42,8 @@ __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS",
            "rescue_row", "load_rescue", "PUSH_ROWS", "PUSH_FILE", "push_config", "push_row",
            "load_push", "HELD_OUT_ROWS", "HELD_OUT_SEEDS", "HELD_OUT_FILE",
            "held_out_config", "held_out_row", "load_held_out", "SWEEP_STORED",
-           "TRANSFORMER_STORED", "RESCUE_STORED", "PUSH_STORED", "HELD_OUT_STORED"]
+           "TRANSFORMER_STORED", "RESCUE_STORED", "PUSH_STORED", "HELD_OUT_STORED",
+           "LONG_ROWS", "LONG_STEPS", "LONG_FILE", "long_config", "LONG_STORED", "load_long"]
 
 
 
@@ -587,3 +588,33 @@ HELD_OUT_STORED = RowFamily(
     shapes=lambda cfg: {"copy_acc": (len(cfg.seeds), 2), "push_diag_copy": (len(cfg.seeds),)})
 held_out_row = HELD_OUT_STORED.row
 load_held_out = HELD_OUT_STORED.load
+
+
+# ------------------------------------------------------ delay or failure: longer budgets
+#: The sweep rows trained on to :data:`LONG_STEPS` (the same 40 seeds, the same
+#: evaluations every 20 steps): chapter 4's comparison (permutations against the control,
+#: with the end token) and the conditions that name the end token's cost at L = 20, and the
+#: two ends of it at L = 10. Their first 300 steps are the sweep's runs.
+LONG_ROWS = (row_name("both"), row_name("both", task="control"), row_name("none"),
+             row_name("source"), row_name("target"), row_name("masked"),
+             row_name("no end loss"), row_name("both", 10), row_name("none", 10))
+#: How long the longer budget is: 2,000 steps, 6.7 times the sweep's 300.
+LONG_STEPS = 2000
+#: Where the longer runs are stored (``benchmarks/ch7_end_token/long.py``).
+LONG_FILE = Path(__file__).with_name("data") / "ch7_long.json"
+
+
+def long_config(row: str, seeds: Sequence[int] | None = None) -> EndTokenConfig:
+    """Sweep row ``row`` (one of :data:`LONG_ROWS`) trained to :data:`LONG_STEPS` steps:
+    the same condition, seeds (or ``seeds``) and evaluations as :func:`sweep_config`."""
+    row = check_choice("row", row, LONG_ROWS)
+    return replace(sweep_config(row, seeds), steps=LONG_STEPS)
+
+
+#: The stored longer runs: row name (:data:`LONG_ROWS`) -> configuration
+#: (:func:`long_config`), seeds, evaluation steps and every evaluation's copy and token
+#: accuracy (4 decimals), checked as :data:`SWEEP_STORED` checks the sweep.
+LONG_STORED = RowFamily(
+    LONG_FILE, "python benchmarks/ch7_end_token/long.py", LONG_ROWS, long_config,
+    EndTokenConfig, {k: k for k in ("copy_acc", "token_acc")})
+load_long = LONG_STORED.load
