@@ -247,11 +247,14 @@ def _check_scores(score, ok, what: str = "score") -> tuple[np.ndarray, np.ndarra
     return score, ok
 
 
-def auc_null(score, ok, shuffles: int, rng, what: str = "score") -> tuple[float, np.ndarray]:
+def auc_null(score, ok, shuffles: int, rng, what: str = "score",
+             permutations=None) -> tuple[float, np.ndarray]:
     """The AUC of ``score`` for the outcomes ``ok`` (both kinds present: P(a run with ``ok``
     scores above one without, ties counted half; the Mann-Whitney form) and its
     ``shuffles`` values under random reassignments of the outcomes drawn from ``rng`` (a
-    :class:`numpy.random.Generator`): the AUC and its permutation null."""
+    :class:`numpy.random.Generator`): the AUC and its permutation null. ``permutations``
+    ((shuffles, runs) indices, each row a permutation) gives the reassignments instead:
+    the same ones for several conditions that share their runs' seeds (a joint null)."""
     score, ok = _check_scores(score, ok, what)
     if ok.all() or not ok.any():
         raise ValueError("ok must hold runs that succeed and runs that fail: the AUC "
@@ -265,7 +268,15 @@ def auc_null(score, ok, shuffles: int, rng, what: str = "score") -> tuple[float,
     def auc(labels):
         return (labels @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
-    null = auc(rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1))
+    if permutations is None:
+        null = auc(rng.permuted(np.tile(ok.astype(float), (shuffles, 1)), axis=1))
+    else:
+        perm = np.asarray(permutations)
+        if perm.shape != (shuffles, ok.size) or perm.dtype.kind not in "iu" or not (
+                np.sort(perm, axis=1) == np.arange(ok.size)).all():
+            raise ValueError(f"permutations must be ({shuffles}, {ok.size}) indices, each "
+                             f"row a permutation of the runs; got shape {perm.shape}")
+        null = auc(ok.astype(float)[perm])
     return float(auc(ok.astype(float))), null
 
 

@@ -267,13 +267,18 @@ def test_the_ablation_table_prints_each_rows_count_and_fits_the_column():
     rows = ch.load_sweep()
     text = ch.ablation_table(rows)
     assert max(map(len, text.splitlines())) <= 88
-    for _, names in ch.ABLATION_GROUPS:
-        for n in names:
-            k, total = ch.successes(rows[ch.row_name(n)])
-            line = next(t for t in text.splitlines() if t.strip().startswith(ch.LABELS[n]))
-            assert f"{k:>2d}/{total:<2d} [" in line, line
+    body = [t for t in text.splitlines() if t.startswith("  ") and t[2] != " "]
+    names = [n for _, g in ch.ABLATION_GROUPS for n in g]
+    assert len(body) == len(names)
+    tests = ch.ablation_tests(rows)
+    for line, n in zip(body, names):
+        k, total = ch.successes(rows[ch.row_name(n)])
+        assert line.startswith(f"  {ch.SHORT_LABELS[n]}") and f"{k:>2d}/{total:<2d}" in line
+        for t in (t for t in tests if t["row"] == n):
+            lo, hi = t["d_ci"]
+            assert f"{t['d']:+.2f} [{lo:+.2f},{hi:+.2f}] {t['p_holm']:7.2g}" in line, line
     lower = ch.ablation_table(rows, level=0.5)
-    assert "38/40" in lower.splitlines()[2] and "35/40" in text.splitlines()[2]
+    assert "38/40" in lower.splitlines()[3] and "35/40" in text.splitlines()[3]
 
 
 def test_mass_by_outcome_splits_the_runs_and_keeps_the_partition():
@@ -576,7 +581,8 @@ def test_held_out_auc_averages_the_conditions_and_tests_within_each():
         ch.held_out_auc({"a": {"push_diag_copy": ranked, "copy_acc": [0.3] * 40}})
     with pytest.raises(ValueError, match=r"^rows must be held-out rows .*row 'a'.*shape"):
         ch.held_out_auc({"a": {**perfect, "push_diag_copy": ranked[:-1]}})
-    assert ch.held_out_auc({"a": perfect}, step="first") == {
+    first = ch.held_out_auc({"a": perfect}, step="first")
+    assert {k: first[k] for k in ("rows", "mean_auc", "p")} == {
         "rows": {"a": {"k": 0, "n": 40, "auc": None}}, "mean_auc": 0.5, "p": 1.0}
     assert ch.held_out_auc({"b": noise})["p"] > 0.05
     with pytest.raises(ValueError, match=r"^step must be one of \('first', 'last'\)"):
@@ -585,6 +591,23 @@ def test_held_out_auc_averages_the_conditions_and_tests_within_each():
         ch.held_out_auc({"a": perfect}, step=0)
     with pytest.raises(TypeError, match=r"^rows must be the stored held-out rows"):
         ch.held_out_auc({"_about": "x"})
+
+
+def test_the_held_out_null_shuffles_the_shared_seeds_jointly():
+    noise = {"push_diag_copy": list(np.random.default_rng(1).normal(size=40)),
+             "copy_acc": [[0.05, 1.0 if i % 2 else 0.3] for i in range(40)], "seeds": [0]}
+    twins = {"a": noise, "b": dict(noise)}                 # two conditions, one set of runs
+    joint, within = (ch.held_out_auc(twins, null=n, shuffles=4000) for n in ("joint", "within"))
+    assert joint["mean_auc"] == within["mean_auc"]
+    # identical conditions: the joint null is one condition's; within, the mean of two
+    # independent ones, narrower by about sqrt(2)
+    assert joint["null_sd"] / within["null_sd"] == pytest.approx(2 ** 0.5, rel=0.1)
+    with pytest.raises(ValueError, match="rows must share their seeds for a joint null"):
+        ch.held_out_auc({"a": noise, "b": {**noise, "seeds": [1]}})
+    stored = ch.load_held_out()
+    joint, within = (ch.held_out_auc(stored, null=n) for n in ("joint", "within"))
+    assert within["p"] < 0.005 < 0.01 < joint["p"] < 0.05       # the six share seeds 40-79
+    assert joint["null_sd"] > within["null_sd"]
 
 
 def _swap_config(rows, a, b):
@@ -644,7 +667,7 @@ def test_long_configs_are_the_sweeps_rows_trained_longer():
         assert dataclasses.replace(long, steps=short.steps) == short
 
 
-def _row(steps, acc):
+def _long_row(steps, acc):
     return {"eval_steps": list(steps), "copy_acc": [list(a) for a in acc]}
 
 
@@ -653,7 +676,7 @@ def test_delay_table_counts_pairs_and_corrects_the_family():
     early = [[0, 0.96, 1, 1, 1]] * 6                   # above 0.95 at step 100
     late = [[0, 0, 0, 0, 0.99]] * 6                     # after the short budget
     never = [[0, 0.5, 0.6, 0.7, 0.8]] * 6
-    rows = {"a": _row(steps, early), "b": _row(steps, late), "c": _row(steps, never)}
+    rows = {"a": _long_row(steps, early), "b": _long_row(steps, late), "c": _long_row(steps, never)}
     out = ch.delay_table(rows, [("a", "b"), ("b", "c")], [0.95], short=300)
     ab, bc = out
     assert (ab["a_by_short"], ab["b_by_short"], ab["b_by_end"]) == (6, 0, 6)
@@ -664,3 +687,49 @@ def test_delay_table_counts_pairs_and_corrects_the_family():
     assert (bc["a_by_short"], bc["a_by_end"], bc["b_by_end"]) == (0, 6, 0)
     assert (bc["a_first"], bc["b_first"], bc["a_never"], bc["b_never"]) == (6, 0, 0, 1.0)
     assert bc["b_median"] is None and bc["runs"] == 6
+
+
+# ---------------------------------------------------------- paired comparisons, one family
+def test_rows_with_the_same_vocabulary_share_initialisations_and_are_compared_paired():
+    assert ch.shares_initialisation("masked, L=20", "both, L=20")
+    assert ch.shares_initialisation("source, L=20", "target, L=20")
+    assert not ch.shares_initialisation("none, L=20", "both, L=20")      # one word fewer
+    assert not ch.shares_initialisation("both, L=10", "both, L=20")
+    rows = ch.load_sweep()
+    paired = ch.compare(rows, "masked, L=20", "both, L=20")
+    assert paired["paired"] and paired["test"] == "McNemar"
+    # masked and unmasked succeed on the same nine seeds: no discordant pair
+    assert (paired["a_only"], paired["b_only"], paired["p"], paired["d"]) == (0, 0, 1.0, 0)
+    assert paired["d_ci"][1] < 5 / 40 < ch.compare(rows, "masked, L=20", "both, L=20",
+                                                   paired=False)["d_ci"][1]
+    unpaired = ch.compare(rows, "none, L=20", "both, L=20")
+    assert not unpaired["paired"] and unpaired["test"] == "Fisher"
+    assert unpaired["p"] == ch.fisher_exact(35, 40, 9, 40)
+
+
+def test_a_paired_comparison_is_mcnemars_test_on_the_discordant_seeds():
+    steps = [0, 10]
+    a = {"eval_steps": steps, "seeds": [0, 1, 2, 3],
+         "copy_acc": [[0, 1], [0, 1], [0, 1], [0, 0]]}
+    b = {"eval_steps": steps, "seeds": [0, 1, 2, 3],
+         "copy_acc": [[0, 0], [0, 0], [0, 1], [0, 0]]}
+    out = ch.compare({"a": a, "b": b}, "a", "b", paired=True)
+    assert (out["a_only"], out["b_only"]) == (2, 0) and out["p"] == 0.5
+    assert out["d"] == 0.5 and out["d_ci"][0] < 0.5 < out["d_ci"][1]
+    at0 = ch.compare({"a": a, "b": b}, "a", "b", paired=True, step=0)
+    assert at0["d"] == 0 and at0["p"] == 1
+    with pytest.raises(ValueError, match="paired rows must hold the same seeds"):
+        ch.compare({"a": a, "b": {**b, "seeds": [4, 5, 6, 7]}}, "a", "b", paired=True)
+
+
+def test_the_ablation_table_is_one_holm_corrected_family():
+    rows = ch.load_sweep()
+    tests = ch.ablation_tests(rows)
+    pairs = [(t["row"], t["ref"]) for t in tests]
+    assert len(pairs) == len(set(pairs)) == 20            # each reference pair once
+    assert ("both", "none") in pairs and ("none", "both") not in pairs
+    from attn_core.stats import holm
+    assert [t["p_holm"] for t in tests] == holm([t["p"] for t in tests]).tolist()
+    assert all(t["p_holm"] >= t["p"] for t in tests)
+    text = ch.ablation_table(rows)
+    assert "Holm-corrected over the 20 tests" in text and "*" in text

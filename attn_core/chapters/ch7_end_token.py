@@ -18,8 +18,10 @@ from typing import Sequence
 import numpy as np
 
 from ..checks import check_choice, check_int, check_real
-from ..metrics import auc_null, fisher_exact, outcome_auc, row_successes, wilson_interval
-from ..stats import holm, kaplan_meier, paired_order, time_to_level
+from ..metrics import (auc_null, fisher_exact, newcombe_interval, outcome_auc, row_successes,
+                       wilson_interval)
+from ..stats import (holm, kaplan_meier, mcnemar, paired_difference, paired_order,
+                     time_to_level)
 from . import ch7_runs
 # the chapter's runs, re-exported (every name of ch7_runs.__all__)
 from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
@@ -37,7 +39,7 @@ from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        PUSH_STORED, HELD_OUT_STORED, LONG_ROWS, LONG_STEPS,
                        LONG_FILE, long_config, LONG_STORED, load_long)
 
-__all__ = [*ch7_runs.__all__, "successes", "compare", "ABLATION_GROUPS", "LABELS",
+__all__ = [*ch7_runs.__all__, "successes", "compare", "shares_initialisation", "ablation_tests", "ABLATION_GROUPS", "LABELS",
            "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass", "draw_runs",
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
@@ -56,20 +58,55 @@ def successes(row: dict, level: float = SUCCESS_LEVEL, step: int | None = None,
     return int(ok.sum()), int(ok.size)
 
 
-def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL) -> dict:
-    """Row ``a`` against row ``b`` of ``rows``: each one's successes ``k``/``n``, rate and
-    95 % Wilson interval, and Fisher's exact two-sided ``p`` of the difference."""
+def shares_initialisation(a: str, b: str) -> bool:
+    """Whether sweep rows ``a`` and ``b`` start each seed from the same parameters: the same
+    seeds and the same model vocabulary (the embedding and output layers' sizes; "none"
+    has one word fewer than "both", so every parameter starts elsewhere). Such rows are
+    paired: run i of one and run i of the other share a seed's initialisation."""
+    for name, label in ((a, "a"), (b, "b")):
+        check_choice(label, name, tuple(SWEEP_ROWS))
+    ca, cb = sweep_config(a), sweep_config(b)
+    return ca.seeds == cb.seeds and ca.task().model_vocab == cb.task().model_vocab
+
+
+def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL,
+            paired: bool | None = None, step: int | None = None) -> dict:
+    """Row ``a`` against row ``b`` of ``rows`` at evaluation step ``step`` (default: the
+    last; 0: the untrained models): each one's successes ``k``/``n``, rate and
+    95 % Wilson interval; the difference of the rates ``d`` with its 95 % interval
+    ``d_ci``, and the two-sided ``p`` of ``test``. Paired rows (``paired``; default: two
+    sweep rows that :func:`shares_initialisation`) get McNemar's exact test and Newcombe's
+    paired interval (:mod:`attn_core.stats`); others Fisher's exact test and Newcombe's
+    unpaired one."""
     if not isinstance(rows, dict):
         raise TypeError(f"rows must be the stored sweep (a dict of rows); got "
                         f"{type(rows).__name__}")
     for name, label in ((a, "a"), (b, "b")):
         if name not in rows:
             raise ValueError(f"{label} must be a row of rows; got {name!r}")
-    out = {}
+    level = check_real("level", level, 0.0, 1.0)
+    if paired is None:
+        paired = a in SWEEP_ROWS and b in SWEEP_ROWS and shares_initialisation(a, b)
+    elif not isinstance(paired, bool):
+        raise TypeError(f"paired must be True, False or None; got {paired!r}")
+    out = {"paired": paired}
     for name, label in ((a, "a"), (b, "b")):
-        rate, lo, hi, k, n = _rate(rows[name], level)
+        rate, lo, hi, k, n = _rate(rows[name], level, step)
         out[label] = {"row": name, "k": k, "n": n, "rate": rate, "ci": (lo, hi)}
-    out["p"] = fisher_exact(out["a"]["k"], out["a"]["n"], out["b"]["k"], out["b"]["n"])
+    ka, na, kb, nb = out["a"]["k"], out["a"]["n"], out["b"]["k"], out["b"]["n"]
+    if paired:
+        ok_a = row_successes(rows[a], level, step=step)
+        ok_b = row_successes(rows[b], level, step=step)
+        if ok_a.size != ok_b.size or rows[a].get("seeds") != rows[b].get("seeds"):
+            raise ValueError(f"paired rows must hold the same seeds; {a!r} and {b!r} do not")
+        test = mcnemar(ok_a, ok_b)
+        d, lo, hi = paired_difference(ok_a, ok_b)
+        out.update(test="McNemar", p=test["p"], a_only=test["a_only"],
+                   b_only=test["b_only"])
+    else:
+        d, lo, hi = newcombe_interval(ka, na, kb, nb)
+        out.update(test="Fisher", p=fisher_exact(ka, na, kb, nb))
+    out.update(d=d, d_ci=(lo, hi))
     return out
 
 
@@ -110,8 +147,9 @@ LABELS = {
 }
 
 
-def _rate(row: dict, level: float = SUCCESS_LEVEL) -> tuple[float, float, float, int, int]:
-    k, n = successes(row, level)
+def _rate(row: dict, level: float = SUCCESS_LEVEL,
+          step: int | None = None) -> tuple[float, float, float, int, int]:
+    k, n = successes(row, level, step)
     lo, hi = wilson_interval(k, n)
     return k / n, lo, hi, k, n
 
@@ -291,26 +329,52 @@ def draw_runs(rows: dict, names: Sequence[str], live: dict | None = None,
     return fig
 
 
-def ablation_table(rows: dict, level: float = SUCCESS_LEVEL) -> str:
-    """The ablations at L = 20 as text: each condition's successes of 40 (above ``level``),
-    95 % Wilson interval, and Fisher's exact p against its two references: no end token and
-    the end token on both sides (for the varying lengths, the varying lengths without and
-    with the end token)."""
+def ablation_tests(rows: dict, level: float = SUCCESS_LEVEL) -> list[dict]:
+    """Every ablation at L = 20 against its two references -- no end token and the end token
+    on both sides (for the varying lengths, the varying lengths without and with it) --
+    as :func:`compare` does (paired where the rows share initialisations), one family:
+    each test's ``p_holm`` is Holm-corrected over all of them. Each entry: ``group``,
+    ``row``, ``ref`` and :func:`compare`'s result."""
     _check_rows(rows, [row_name(n) for _, g in ABLATION_GROUPS for n in g])
-    lines = [f"{'':38s}{'copy':>5s}  {'95% CI':12s}{'p vs none':>10s}{'p vs both':>10s}"]
+    out = []
     for title, names in ABLATION_GROUPS:
         refs = ("varying, none", "varying") if title == "lengths that vary" else \
             ("none", "both")
-        lines.append(f"{title}:")
         for n in names:
-            c_none = compare(rows, row_name(n), row_name(refs[0]), level)
-            c_both = compare(rows, row_name(n), row_name(refs[1]), level)
-            k, total = c_none["a"]["k"], c_none["a"]["n"]
-            lo, hi = c_none["a"]["ci"]
-            p1 = "" if n == refs[0] else f"{c_none['p']:.2g}"
-            p2 = "" if n == refs[1] else f"{c_both['p']:.2g}"
-            lines.append(f"  {LABELS[n]:36s}{k:>2d}/{total:<2d} [{lo:.2f}, {hi:.2f}]"
-                         f"{p1:>10s}{p2:>10s}")
+            for ref in refs:
+                if n not in refs or (n, ref) == refs[::-1]:    # the references once
+                    out.append({"group": title, "row": n, "ref": ref,
+                                **compare(rows, row_name(n), row_name(ref), level)})
+    for entry, p in zip(out, holm([e["p"] for e in out])):
+        entry["p_holm"] = float(p)
+    return out
+
+
+def ablation_table(rows: dict, level: float = SUCCESS_LEVEL) -> str:
+    """The ablations at L = 20 as text (:func:`ablation_tests`): each condition's successes
+    of 40 (above ``level``) and, against each reference, the difference of the rates with
+    its 95 % interval and the Holm-corrected p (``*``: paired, McNemar's test and
+    Newcombe's paired interval; otherwise Fisher's test and the unpaired interval)."""
+    tests = ablation_tests(rows, level)
+    lines = [f"{'':18s}{'copy':>5s}  {'vs no end token':^23s}  {'vs both sides':^23s}",
+             f"{'':18s}{'':5s}  {'difference':^15s}{'p':>8s}  {'difference':^15s}{'p':>8s}"]
+    for title, names in ABLATION_GROUPS:
+        lines.append(f"{title}:")
+        refs = ("varying, none", "varying") if title == "lengths that vary" else \
+            ("none", "both")
+        for n in names:
+            k, total = successes(rows[row_name(n)], level)
+            cells = []
+            for ref in refs:
+                t = next((t for t in tests if t["row"] == n and t["ref"] == ref), None)
+                if t is None:
+                    cells.append(" " * 23)
+                    continue
+                lo, hi = t["d_ci"]
+                star = "*" if t["paired"] else " "
+                cells.append(f"{t['d']:+.2f} [{lo:+.2f},{hi:+.2f}] {t['p_holm']:7.2g}{star}")
+            lines.append(f"  {SHORT_LABELS[n]:16s}{k:>2d}/{total:<2d} " + "  ".join(cells))
+    lines.append(f"p: Holm-corrected over the {len(tests)} tests; * paired (McNemar)")
     return "\n".join(lines)
 
 
@@ -462,28 +526,34 @@ def draw_push(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL):
 
 
 #: The held-out test's threshold, fixed before seeds 40-79 were trained: the mean AUC over
-#: the six conditions at least this (seeds 0-39 gave 0.81; no information gives 0.5, and
-#: 40 runs a condition give the mean a spread of about 0.04 around it).
+#: the six conditions at least this (seeds 0-39 gave 0.81; no information gives 0.5). The
+#: six share their seeds and their pushes correlate, so the mean's null spread is about
+#: 0.065 (seed labels shuffled jointly), not the 0.045 of six independent conditions.
 HELD_OUT_MIN_AUC = 0.6
 
 
 def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
-                 shuffles: int = 20000, seed: int = 0) -> dict:
+                 shuffles: int = 20000, seed: int = 0, null: str = "joint") -> dict:
     """The push's prediction on the held-out ``rows`` (:func:`load_held_out`), each run
     counted a success when its copy accuracy at ``step`` ("last", or "first": step 0, the
     untrained model) is above ``level``: each condition's successes and AUC
-    (:func:`~attn_core.metrics.outcome_auc`), their mean -- a condition where every run copies or none does
-    counts 0.5 there, since the push can sort nothing -- and the one-sided permutation p
-    of that mean (``shuffles`` reassignments of the outcomes, each within its condition,
-    seeded by ``seed``: (1 + the shuffles at least as large) / (1 + ``shuffles``))."""
+    (:func:`~attn_core.metrics.outcome_auc`), their mean -- a condition where every run
+    copies or none does counts 0.5 there, since the push can sort nothing -- and the
+    one-sided permutation p of that mean (``shuffles`` reassignments of the outcomes,
+    seeded by ``seed``: (1 + the shuffles at least as large) / (1 + ``shuffles``)), with
+    the null's standard deviation ``null_sd``. ``null="joint"``: each reassignment shuffles
+    the seeds' labels once, for every condition alike (the conditions share their seeds,
+    and their pushes correlate); ``"within"``: each condition on its own, which treats the
+    six as independent and makes the null too narrow."""
     names = _row_names(rows, HELD_OUT_ROWS) if isinstance(rows, dict) else []
     if not names:
         raise TypeError("rows must be the stored held-out rows (load_held_out)")
     level = check_real("level", level, 0.0, 1.0)
     j = {"first": 0, "last": -1}[check_choice("step", step, ("first", "last"))]
     shuffles = check_int("shuffles", shuffles, 1, 10 ** 7)   # (shuffles, runs) draws in memory
+    null = check_choice("null", null, ("joint", "within"))
     rng = np.random.default_rng(check_int("seed", seed, 0))
-    out, aucs, nulls = {}, [], []
+    out, aucs, nulls, perm = {}, [], [], None
     for name in names:
         row = rows[name]
         try:
@@ -495,18 +565,27 @@ def held_out_auc(rows: dict, level: float = SUCCESS_LEVEL, step: str = "last",
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise ValueError(f"rows must be held-out rows (copy_acc (runs, 2) and "
                              f"push_diag_copy (runs,)); row {name!r}: {e}") from None
+        if null == "joint":
+            if perm is None:
+                seeds = row.get("seeds")
+                perm = np.argsort(rng.random((shuffles, ok.size)), axis=1)
+            elif row.get("seeds") != seeds:
+                raise ValueError("rows must share their seeds for a joint null; "
+                                 f"{name!r} holds other seeds than {names[0]!r}")
         k, n = int(ok.sum()), int(ok.size)
         if 0 < k < n:
-            a, null = auc_null(score, ok, shuffles, rng, f"rows[{name!r}]['push_diag_copy']")
-            nulls.append(null)
+            a, z = auc_null(score, ok, shuffles, rng, f"rows[{name!r}]['push_diag_copy']",
+                            permutations=perm)
+            nulls.append(z)
         else:
             a = None
             nulls.append(np.full(shuffles, 0.5))
         aucs.append(0.5 if a is None else a)
         out[name] = {"k": k, "n": n, "auc": a}
     mean = float(np.mean(aucs))
-    p = float((1 + (np.mean(nulls, axis=0) >= mean - 1e-12).sum()) / (1 + shuffles))
-    return {"rows": out, "mean_auc": mean, "p": p}
+    means = np.mean(nulls, axis=0)
+    p = float((1 + (means >= mean - 1e-12).sum()) / (1 + shuffles))
+    return {"rows": out, "mean_auc": mean, "p": p, "null_sd": float(means.std())}
 
 
 # ---------------------------------------------------------- delay or failure (the long runs)
