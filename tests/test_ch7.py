@@ -676,16 +676,24 @@ def test_delay_table_counts_pairs_and_corrects_the_family():
     early = [[0, 0.96, 1, 1, 1]] * 6                   # above 0.95 at step 100
     late = [[0, 0, 0, 0, 0.99]] * 6                     # after the short budget
     never = [[0, 0.5, 0.6, 0.7, 0.8]] * 6
-    rows = {"a": _long_row(steps, early), "b": _long_row(steps, late), "c": _long_row(steps, never)}
-    out = ch.delay_table(rows, [("a", "b"), ("b", "c")], [0.95], short=300)
+    rows = {"masked, L=20": _long_row(steps, early), "both, L=20": _long_row(steps, late),
+            "none, L=20": _long_row(steps, never)}
+    # masked and both share initialisations (paired); both and none do not (log-rank)
+    out = ch.delay_table(rows, [("masked, L=20", "both, L=20"),
+                                ("both, L=20", "none, L=20")], [0.95], short=300)
     ab, bc = out
     assert (ab["a_by_short"], ab["b_by_short"], ab["b_by_end"]) == (6, 0, 6)
     assert (ab["a_first"], ab["b_first"], ab["ties"], ab["neither"]) == (6, 0, 0, 0)
-    assert ab["p"] == pytest.approx(2 / 2 ** 6) and ab["p_holm"] == pytest.approx(4 / 2 ** 6)
+    assert ab["test"] == "paired order" and bc["test"] == "log-rank"
+    assert ab["p"] == pytest.approx(2 / 2 ** 6)
+    from attn_core.stats import holm, logrank
+    t_late, t_never = np.full(6, 400.0), np.full(6, 400.0)
+    assert bc["p"] == logrank(t_late, np.ones(6, bool), t_never, np.zeros(6, bool))
+    assert [ab["p_holm"], bc["p_holm"]] == holm([ab["p"], bc["p"]]).tolist()
     assert (ab["a_median"], ab["b_median"], ab["b_never"]) == (100, 400, 0)
     # b (late) against c (never): every b run first, and c's runs never got there
     assert (bc["a_by_short"], bc["a_by_end"], bc["b_by_end"]) == (0, 6, 0)
-    assert (bc["a_first"], bc["b_first"], bc["a_never"], bc["b_never"]) == (6, 0, 0, 1.0)
+    assert (bc["a_never"], bc["b_never"]) == (0, 1.0) and "a_first" not in bc
     assert bc["b_median"] is None and bc["runs"] == 6
 
 

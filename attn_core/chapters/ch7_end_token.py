@@ -20,7 +20,7 @@ import numpy as np
 from ..checks import check_choice, check_int, check_real
 from ..metrics import (auc_null, fisher_exact, newcombe_interval, outcome_auc, row_successes,
                        wilson_interval)
-from ..stats import (holm, kaplan_meier, mcnemar, paired_difference, paired_order,
+from ..stats import (holm, kaplan_meier, logrank, mcnemar, paired_difference, paired_order,
                      time_to_level)
 from . import ch7_runs
 # the chapter's runs, re-exported (every name of ch7_runs.__all__)
@@ -623,8 +623,10 @@ def delay_table(rows: dict, pairs=DELAY_PAIRS, levels=DELAY_LEVELS, short: int =
     """For each pair (a, b) of long rows (:func:`load_long`) and each level: how many runs
     of each are above it at step ``short`` (the sweep's budget) and got there by the last
     step, the fraction that never did (Kaplan-Meier), the median time of those that did,
-    and the paired order test (:func:`attn_core.stats.paired_order`) with its
-    Holm-corrected p over the whole family (every pair at every level)."""
+    and a test of which reaches it sooner: the paired order test
+    (:func:`attn_core.stats.paired_order`) where the rows share initialisations
+    (:func:`shares_initialisation`), the log-rank test otherwise; ``p_holm`` is
+    Holm-corrected over the whole family (every pair at every level)."""
     pairs = [tuple(p) for p in pairs]
     _check_long(rows, [n for p in pairs for n in p])
     levels = [check_real("level", v, 0.0, 1.0) for v in levels]
@@ -642,7 +644,10 @@ def delay_table(rows: dict, pairs=DELAY_PAIRS, levels=DELAY_LEVELS, short: int =
                 entry[side + "_never"] = float(kaplan_meier(t, r)[1][-1])
                 entry[side + "_median"] = float(np.median(t[r])) if r.any() else None
             entry["runs"] = int(times["a"][0].size)
-            entry.update(paired_order(*times["a"], *times["b"]))
+            if a in SWEEP_ROWS and b in SWEEP_ROWS and shares_initialisation(a, b):
+                entry.update(paired_order(*times["a"], *times["b"]), test="paired order")
+            else:
+                entry.update(p=logrank(*times["a"], *times["b"]), test="log-rank")
             out.append(entry)
     for entry, p in zip(out, holm([e["p"] for e in out])):
         entry["p_holm"] = float(p)
