@@ -157,10 +157,21 @@ def test_a_push_is_the_first_order_change_of_its_margin_under_a_gradient_step():
         for i, name in enumerate(("diag", "sink")):
             want = float(pushes[f"push_{name}_{group}"][0])
             assert (after[i] - before[i]) / eps == pytest.approx(want, rel=1e-4, abs=1e-9)
+    # Adam's actual first step, on the whole loss (every target step): its change of the
+    # diagonal margin per unit of learning rate is push_adam_diag
+    before = float(margins()[0].detach())
+    lr = 1e-7
+    opt = torch.optim.Adam([model.score, model.score_bias], lr=lr)
+    out = model(b["src"], b["tgt_in"])
+    F.cross_entropy(out["logits"].flatten(0, 2), b["tgt"].flatten()).backward()
+    opt.step()
+    change = (float(margins()[0].detach()) - before) / lr
+    assert change == pytest.approx(float(pushes["push_adam_diag"][0]), rel=1e-3)
+    assert abs(change - float(pushes["push_diag_copy"][0])) > 1e-3 * abs(change)
 
 
 def test_pushes_are_zero_for_a_group_or_margin_that_does_not_exist():
-    for name, zero in (("none", ch.PUSHES[1:]),
+    for name, zero in (("none", ("push_diag_end", "push_sink_copy", "push_sink_end")),
                        ("no end loss", ("push_diag_end", "push_sink_end")),
                        ("masked", ("push_sink_copy", "push_sink_end"))):
         cfg = ch.condition_config(name, length=5, seeds=(0,))
@@ -741,3 +752,31 @@ def test_the_ablation_table_is_one_holm_corrected_family():
     assert all(t["p_holm"] >= t["p"] for t in tests)
     text = ch.ablation_table(rows)
     assert "Holm-corrected over the 20 tests" in text and "*" in text
+
+
+def test_the_long_runs_begin_with_the_sweeps_runs():
+    """The long rows are the sweep's rows trained on: the same seeds and evaluations, so
+    their first 300 steps are the sweep's numbers exactly (Adam's rate is constant)."""
+    long, rows = ch.load_long(), ch.load_sweep()
+    for name in ch.LONG_ROWS:
+        n = len(rows[name]["eval_steps"])
+        assert long[name]["eval_steps"][:n] == rows[name]["eval_steps"]
+        assert long[name]["eval_steps"][-1] == ch.LONG_STEPS
+        for key in ("copy_acc", "token_acc"):
+            assert np.array_equal(np.array(long[name][key])[:, :n], rows[name][key]), name
+
+
+def test_the_stored_adam_pushes_hold_the_stored_gradient_pushes():
+    """The Adam rows recompute the plain push too: it is the push and held-out files' own
+    (within the push's tolerance), on the same seeds."""
+    adam, pushes, held = ch.load_adam_push(), ch.load_push(), ch.load_held_out()
+    pairs = [(n, pushes[n]) for n in ch.PUSH_ROWS]
+    pairs += [(f"{n}, seeds 40-79", held[n]) for n in ch.HELD_OUT_ROWS]
+    for name, other in pairs:
+        a = np.array(adam[name]["push_diag_copy"])
+        b = np.array(other["push_diag_copy"])
+        assert adam[name]["seeds"] == other["seeds"]
+        assert np.abs(a - b).max() <= ch.PUSH_TOLERANCE * np.abs(b).max(), name
+        assert not np.allclose(a, adam[name]["push_adam_diag"])
+    text = ch.adam_push_table(adam, ch.load_sweep(), held)
+    assert text.splitlines()[-1].startswith("seeds 40-79, mean AUC: gradient 0.62")

@@ -36,15 +36,17 @@ from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        PUSH_FILE, push_config, push_row, load_push, HELD_OUT_ROWS,
                        HELD_OUT_SEEDS, HELD_OUT_FILE, held_out_config, held_out_row,
                        load_held_out, SWEEP_STORED, TRANSFORMER_STORED, RESCUE_STORED,
-                       PUSH_STORED, HELD_OUT_STORED, LONG_ROWS, LONG_STEPS,
-                       LONG_FILE, long_config, LONG_STORED, load_long)
+                       PUSH_STORED, HELD_OUT_STORED, LONG_ROWS, LONG_STEPS, LONG_FILE,
+                       long_config, LONG_STORED, load_long, ADAM_PUSH_ROWS,
+                       ADAM_PUSH_FILE, adam_push_config, ADAM_PUSH_STORED,
+                       load_adam_push)
 
 __all__ = [*ch7_runs.__all__, "successes", "compare", "shares_initialisation", "ablation_tests", "ABLATION_GROUPS", "LABELS",
            "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass", "draw_runs",
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
            "HELD_OUT_MIN_AUC", "DELAY_LEVELS", "DELAY_PAIRS", "times_to_level",
-           "delay_table", "draw_survival"]
+           "delay_table", "draw_survival", "adam_push_table"]
 
 
 
@@ -681,3 +683,43 @@ def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: i
            ylabel=f"runs not yet above {level:g}")
     fig.legend(loc="outside lower center", ncols=2, fontsize=8)
     return fig
+
+
+def adam_push_table(adam_rows: dict, rows: dict, held: dict,
+                    level: float = SUCCESS_LEVEL) -> str:
+    """The step-0 push of a plain gradient step against that of Adam's actual first step
+    (:func:`load_adam_push`) as predictors of which runs copy: each condition's AUC with
+    either (seeds 0-39: the sweep ``rows``; 40-79: the held-out rows ``held``) and the two
+    pushes' correlation, then the held-out test's mean AUC with either
+    (:func:`held_out_auc`, the joint null)."""
+    names = [n for n in ADAM_PUSH_ROWS if n in adam_rows] if isinstance(adam_rows, dict) \
+        else []
+    if names != list(ADAM_PUSH_ROWS):
+        raise TypeError("adam_rows must be the stored pushes of Adam's first step "
+                        "(load_adam_push)")
+    level = check_real("level", level, 0.0, 1.0)
+    lines = [f"{'condition':34s} {'copy':>5s} {'AUC gradient':>12s} {'AUC Adam':>9s} "
+             f"{'corr':>5s}"]
+    for name in names:
+        fresh = name.endswith(", seeds 40-79")
+        base = name.removesuffix(", seeds 40-79")
+        source = held[base] if fresh else rows[base]
+        ok = np.asarray(source["copy_acc"], dtype=float)[:, -1] > level
+        r = adam_rows[name]
+        k = int(ok.sum())
+        aucs = ["-", "-"]
+        if 0 < k < ok.size:
+            aucs = [f"{outcome_auc(r[key], ok, shuffles=1)[0]:.2f}"
+                    for key in ("push_diag_copy", "push_adam_diag")]
+        corr = np.corrcoef(r["push_diag_copy"], r["push_adam_diag"])[0, 1]
+        lines.append(f"{name:34s} {k:2d}/{ok.size:<2d} {aucs[0]:>12s} {aucs[1]:>9s} "
+                     f"{corr:5.2f}")
+    test = {}
+    for key in ("push_diag_copy", "push_adam_diag"):
+        swapped = {n: {**held[n], "push_diag_copy": adam_rows[f"{n}, seeds 40-79"][key]}
+                   for n in HELD_OUT_ROWS}
+        test[key] = held_out_auc(swapped)
+    g, a = test["push_diag_copy"], test["push_adam_diag"]
+    lines.append(f"seeds 40-79, mean AUC: gradient {g['mean_auc']:.2f} (p = {g['p']:.2g}), "
+                 f"Adam {a['mean_auc']:.2f} (p = {a['p']:.2g}); the joint null")
+    return "\n".join(lines)

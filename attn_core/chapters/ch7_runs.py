@@ -43,7 +43,9 @@ __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS",
            "load_push", "HELD_OUT_ROWS", "HELD_OUT_SEEDS", "HELD_OUT_FILE",
            "held_out_config", "held_out_row", "load_held_out", "SWEEP_STORED",
            "TRANSFORMER_STORED", "RESCUE_STORED", "PUSH_STORED", "HELD_OUT_STORED",
-           "LONG_ROWS", "LONG_STEPS", "LONG_FILE", "long_config", "LONG_STORED", "load_long"]
+           "LONG_ROWS", "LONG_STEPS", "LONG_FILE", "long_config", "LONG_STORED",
+           "load_long", "ADAM_PUSH_ROWS", "ADAM_PUSH_FILE", "adam_push_config",
+           "ADAM_PUSH_STORED", "load_adam_push"]
 
 
 
@@ -208,7 +210,8 @@ def end_probe(task: CopyTask):
 
 #: What :func:`push_probe` records: the first-order change of two attention margins under a
 #: gradient step on each group of decoder steps' loss.
-PUSHES = ("push_diag_copy", "push_diag_end", "push_sink_copy", "push_sink_end")
+PUSHES = ("push_diag_copy", "push_diag_end", "push_sink_copy", "push_sink_end",
+          "push_adam_diag")
 
 
 def push_probe(task: CopyTask):
@@ -224,8 +227,11 @@ def push_probe(task: CopyTask):
     copied words' steps (``copy``) and of the end step (``end``, 0 without a target end
     token or with its loss or score gradient removed), ``push_<margin>_<group>`` (S,) is
     ``−∇D · ∇L_group`` over the attention parameters (W, a): how much one plain gradient
-    step on that loss, per unit of learning rate, raises the margin. The margins are read
-    with the encoder and decoder states held fixed (the parameters of the scores only)."""
+    step on that loss, per unit of learning rate, raises the margin. ``push_adam_diag``
+    (S,) is the same for Adam's actual first step, on the whole loss (every step the
+    training loss counts): Adam's first update is ``−lr · g / (|g| + ε)`` (ε = 1e-8), about
+    ``−lr · sign(g)``, so this is ``−∇D · g / (|g| + ε)``. The margins are read with the
+    encoder and decoder states held fixed (the parameters of the scores only)."""
     if not isinstance(task, CopyTask):
         raise TypeError(f"task must be a CopyTask; got {type(task).__name__}")
     V = task.vocab
@@ -258,7 +264,7 @@ def push_probe(task: CopyTask):
             ce = torch.nn.functional.cross_entropy(
                 out["logits"].flatten(0, 2), tgt.flatten().long(), reduction="none"
             ).view(tgt.shape)
-            groups = {"copy": words & loss_mask, "end": ends}
+            groups = {"copy": words & loss_mask, "end": ends, "all": (words & loss_mask) | ends}
             grads = {}
             for g, m in groups.items():
                 mf = m.to(ce.dtype)
@@ -272,7 +278,11 @@ def push_probe(task: CopyTask):
             for name in ("diag", "sink"):
                 gm = (torch.autograd.grad(margins[name].sum(), params, allow_unused=True,
                                           retain_graph=True) if name in margins else None)
-                for g in groups:
+                if name == "diag":
+                    result["push_adam_diag"] = -sum(
+                        (a * b / (b.abs() + 1e-8)).flatten(1).sum(1)
+                        for a, b in zip(gm, grads["all"]) if a is not None and b is not None)
+                for g in ("copy", "end"):
                     key = f"push_{name}_{g}"
                     if gm is None or grads[g] is None:
                         result[key] = torch.zeros(tgt.shape[0])
@@ -618,3 +628,37 @@ LONG_STORED = RowFamily(
     LONG_FILE, "python benchmarks/ch7_end_token/long.py", LONG_ROWS, long_config,
     EndTokenConfig, {k: k for k in ("copy_acc", "token_acc")})
 load_long = LONG_STORED.load
+
+
+# ------------------------------------------------------ the push of Adam's actual first step
+#: The pushes of :data:`PUSH_ROWS` (seeds 0-39) and of :data:`HELD_OUT_ROWS` on the fresh
+#: seeds 40-79 (the row's name then ends ", seeds 40-79"), with Adam's first step too.
+ADAM_PUSH_ROWS = PUSH_ROWS + tuple(f"{r}, seeds 40-79" for r in HELD_OUT_ROWS)
+#: Where they are stored (``benchmarks/ch7_end_token/predict.py --adam``).
+ADAM_PUSH_FILE = Path(__file__).with_name("data") / "ch7_push_adam.json"
+
+
+def adam_push_config(row: str) -> EndTokenConfig:
+    """Row ``row`` of :data:`ADAM_PUSH_ROWS`: :func:`push_config` of a push row, or the first
+    step of :func:`held_out_config` for a held-out row on seeds 40-79."""
+    row = check_choice("row", row, ADAM_PUSH_ROWS)
+    if row.endswith(", seeds 40-79"):
+        return _first_step(held_out_config(row.removesuffix(", seeds 40-79")))
+    return push_config(row)
+
+
+def _step0(h, key: str) -> list[float]:
+    if list(h.eval_steps)[:1] != [0] or key not in h.probes:
+        raise ValueError(f"h must begin with its evaluation at step 0 and record {key!r}")
+    return [float(v) for v in np.asarray(h.probes[key])[:, 0]]
+
+
+#: The stored pushes of plain gradient steps and of Adam's first step: row name
+#: (:data:`ADAM_PUSH_ROWS`) -> configuration (:func:`adam_push_config`), seeds, and every
+#: seed's ``push_diag_copy`` and ``push_adam_diag`` at step 0 (:func:`push_probe`).
+ADAM_PUSH_STORED = RowFamily(
+    ADAM_PUSH_FILE, "python benchmarks/ch7_end_token/predict.py --adam", ADAM_PUSH_ROWS,
+    adam_push_config, EndTokenConfig, steps=None,
+    extra=lambda cfg, h: {k: _step0(h, k) for k in ("push_diag_copy", "push_adam_diag")},
+    shapes=lambda cfg: {k: (len(cfg.seeds),) for k in ("push_diag_copy", "push_adam_diag")})
+load_adam_push = ADAM_PUSH_STORED.load

@@ -39,9 +39,10 @@ def print_pairs(rows: dict, label: str = "row") -> None:
 def train_rows(family, script: str, what: str = "", resume: bool = True) -> dict:
     """Train each row of ``family`` (a :class:`attn_core.rows.RowFamily`: its
     ``config(name).run()``), make its stored row (``family.row``) and write all rows so far
-    to the family's file with the manifest after each (atomically). ``resume``: start from
-    the rows already in the file (their note kept); otherwise write a fresh file. The note
-    names ``script`` and ``what``."""
+    to the family's file with the manifest after each (atomically). ``resume``: keep the
+    rows already in the file that were computed with their row's configuration (and the
+    file's note) and train only the others; otherwise write a fresh file. The note names
+    ``script`` and ``what``."""
     import json
     import time
 
@@ -51,8 +52,13 @@ def train_rows(family, script: str, what: str = "", resume: bool = True) -> dict
     out = json.loads(path.read_text()) if resume and path.exists() else {}
     note = out.pop("_about", f"Trained by {script} on {time.strftime('%Y-%m-%d')} "
                    f"({platform()['cpu']}){': ' + what if what else ''}.")
+    from attn_core.stored import config_record
+
     for name in family.names:
         cfg = family.config(name)
+        if name in out and out[name].get("config") == config_record(cfg):
+            print(f"[{path.stem}] {name}: stored already", flush=True)
+            continue                     # resumed: this row is in the file, of its config
         t = time.time()
         out[name] = family.row(cfg, cfg.run())
         family.write(out, note=note)

@@ -6,8 +6,9 @@ Trains every row of ``ch7_end_token.LONG_ROWS`` (``long_config``: the sweep's co
 40 seeds and evaluations every 20 steps, to ``LONG_STEPS``) and writes its stored row
 (copy and token accuracy at every evaluation) to
 ``attn_core/chapters/data/ch7_long.json`` after each row, with the manifest. Resumable:
-each row's runs are cached, so a stopped script starts again at the first row it had not
-finished. The first 300 steps of each row are the stored sweep's runs (a test checks it).
+a row already in the file with its configuration is kept, so a stopped script starts again
+at the first row it had not finished. The first 300 steps of each row are the stored
+sweep's runs (a test checks it).
 """
 
 from __future__ import annotations

@@ -57,15 +57,24 @@ def write() -> None:
 
 def held_out() -> None:
     require_fast()
-    train_rows(ch.HELD_OUT_STORED, f"{Path(__file__).name} --held-out", "seeds 40-79, chosen after seeds 0-39 "
-               "were analysed", resume=False)
+    train_rows(ch.HELD_OUT_STORED, f"{Path(__file__).name} --held-out",
+               "seeds 40-79, chosen after seeds 0-39 were analysed", resume=False)
+
+
+def adam() -> None:
+    require_fast()
+    train_rows(ch.ADAM_PUSH_STORED, f"{Path(__file__).name} --adam",
+               "the plain gradient's push and Adam's first step's, seeds 0-39 and 40-79")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="compute and store the pushes")
     ap.add_argument("--held-out", action="store_true", help="train and store seeds 40-79")
+    ap.add_argument("--adam", action="store_true", help="store Adam's first step's pushes")
     args = ap.parse_args()
+    if args.adam:
+        adam()
     if args.write:
         write()
     if args.held_out:
@@ -82,6 +91,8 @@ def main() -> None:
             auc = "-" if r["auc"] is None else f"{r['auc']:.2f}"
             print(f"{name:24s} {r['k']:2d}/{r['n']:<2d} {auc:>16s}")
         print(f"mean AUC {test['mean_auc']:.3f}, one-sided p {test['p']:.2g}")
+    if ch.ADAM_PUSH_FILE.exists():
+        print(ch.adam_push_table(ch.load_adam_push(), ch.load_sweep(), ch.load_held_out()))
 
 
 if __name__ == "__main__":
