@@ -2235,6 +2235,8 @@ CHAPTERS = [
          lambda: ch7_end_token.adam_push_table({}, ROWS7, HELD7), "adam_rows must be"),
     case("adam_push_table-adam_rows-int",
          lambda: ch7_end_token.adam_push_table(5, ROWS7, HELD7), "adam_rows must be"),
+    case("draw_effect-level-2", lambda: ch7_end_token.draw_effect(ROWS7, level=2.0),
+         "level must be"),
     case("condition_name-cfg-int", lambda: ch7_end_token.condition_name(5),
          "cfg must be an EndTokenConfig"),
     case("condition_name-cfg-chapter-4s", lambda: ch7_end_token.condition_name(ch4_copy.COPY_BASE.fast),

@@ -156,21 +156,24 @@ def _rate(row: dict, level: float = SUCCESS_LEVEL,
     return k / n, lo, hi, k, n
 
 
-def _check_rows(rows, needed) -> None:
+def _check_rows(rows, needed, kind: str = "sweep") -> None:
+    """TypeError unless ``rows`` is a dict of rows; ValueError naming the rows of
+    ``needed`` it lacks (``kind``: "sweep", or "long" for :func:`load_long`'s)."""
+    stored = "the stored sweep" if kind == "sweep" else "the stored long runs (load_long)"
     if not isinstance(rows, dict):
-        raise TypeError(f"rows must be the stored sweep (a dict of rows); got "
-                        f"{type(rows).__name__}")
+        raise TypeError(f"rows must be {stored}, a dict of rows; got {type(rows).__name__}")
     missing = [r for r in needed if r not in rows]
     if missing:
-        raise ValueError(f"rows must hold the sweep rows {missing}")
+        raise ValueError(f"rows must hold the {kind} rows {missing}")
 
 
-def draw_effect(rows: dict):
-    """The end token's effect by length: the success rate of 40 runs (95 % Wilson
-    intervals) without an end token and with it on both sides, on permutations and on the
-    control, at each of :data:`LENGTHS`."""
+def draw_effect(rows: dict, level: float = SUCCESS_LEVEL):
+    """The end token's effect by length: the success rate of 40 runs (copy accuracy above
+    ``level`` at the last step; 95 % Wilson intervals) without an end token and with it on
+    both sides, on permutations and on the control, at each of :data:`LENGTHS`."""
     import matplotlib.pyplot as plt
 
+    level = check_real("level", level, 0.0, 1.0)
     names = [row_name(n, L, t) for L in LENGTHS for t in ("permutation", "control")
              for n in ("none", "both")]
     _check_rows(rows, names)
@@ -181,12 +184,12 @@ def draw_effect(rows: dict):
               ("none", "control"): ("0.55", "o", -0.03, "control, none"),
               ("both", "control"): ("0.25", "s", 0.03, "control, end token")}
     for (name, task), (color, marker, dx, label) in styles.items():
-        r = np.array([_rate(rows[row_name(name, L, task)])[:3] for L in LENGTHS])
+        r = np.array([_rate(rows[row_name(name, L, task)], level)[:3] for L in LENGTHS])
         ax.errorbar(x + dx, r[:, 0], yerr=[r[:, 0] - r[:, 1], r[:, 2] - r[:, 0]],
                     color=color, marker=marker, ms=6, capsize=3, lw=1.3,
                     ls="-" if task == "permutation" else ":", label=label)
     ax.set(xticks=x, xticklabels=[f"L = {L}\n({SWEEP_STEPS[L]} steps)" for L in LENGTHS],
-           ylabel="runs that copy (of 40)", ylim=(-0.03, 1.05))
+           ylabel=f"runs above {level:g} (of 40)", ylim=(-0.03, 1.05))
     ax.yaxis.set_major_formatter(lambda v, _: f"{round(v * 40):d}")
     fig.legend(loc="outside lower center", ncols=2)
     return fig
@@ -602,15 +605,6 @@ DELAY_PAIRS = (("both, L=20, control", "both, L=20"), ("none, L=20", "both, L=20
                ("no end loss, L=20", "both, L=20"), ("none, L=10", "both, L=10"))
 
 
-def _check_long(rows, names) -> None:
-    if not isinstance(rows, dict):
-        raise TypeError(f"rows must be the stored long runs (load_long); got "
-                        f"{type(rows).__name__}")
-    missing = [n for n in names if n not in rows]
-    if missing:
-        raise ValueError(f"rows must hold the long rows {missing}")
-
-
 def times_to_level(row: dict, level: float = SUCCESS_LEVEL) -> tuple[np.ndarray, np.ndarray]:
     """Each run's first evaluation step with copy accuracy above ``level`` in a stored row,
     and whether it got there (False: censored at the row's last step):
@@ -630,7 +624,7 @@ def delay_table(rows: dict, pairs=DELAY_PAIRS, levels=DELAY_LEVELS, short: int =
     (:func:`shares_initialisation`), the log-rank test otherwise; ``p_holm`` is
     Holm-corrected over the whole family (every pair at every level)."""
     pairs = [tuple(p) for p in pairs]
-    _check_long(rows, [n for p in pairs for n in p])
+    _check_rows(rows, [n for p in pairs for n in p], "long")
     levels = [check_real("level", v, 0.0, 1.0) for v in levels]
     short = check_int("short", short, 1)
     out = []
@@ -667,7 +661,7 @@ def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: i
         names = [n for n in LONG_ROWS if "L=20" in n]
     if isinstance(names, str) or not names:
         raise TypeError("names must be a non-empty list of long rows")
-    _check_long(rows, names)
+    _check_rows(rows, names, "long")
     level = check_real("level", level, 0.0, 1.0)
     fig, ax = plt.subplots(figsize=(5.2, 4.4), layout="constrained")
     for i, name in enumerate(names):
