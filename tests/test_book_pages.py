@@ -40,7 +40,8 @@ GLOSSARY_TERMS = (
     "identity", "fast mode", "full mode", "stored run", "uniform attention",
     "Luong attention", "attention score", "embedding norm", "topic word", "keyword",
     "permutation copy", "control task", "success", "Predict box", "attention sink",
-    "end step", "push",
+    "end step", "push", "censored run", "Kaplan-Meier curve", "Holm correction",
+    "paired comparison",
 )
 
 # {term}`NAME` or {term}`shown text <NAME>`; the role's text may run over a line break.
