@@ -358,11 +358,12 @@ def ablation_tests(rows: dict, level: float = SUCCESS_LEVEL) -> list[dict]:
 def ablation_table(rows: dict, level: float = SUCCESS_LEVEL) -> str:
     """The ablations at L = 20 as text (:func:`ablation_tests`): each condition's successes
     of 40 (above ``level``) and, against each reference, the difference of the rates with
-    its 95 % interval and the Holm-corrected p (``*``: paired, McNemar's test and
+    its 95 % interval (written without the leading 0: +.30 is +0.30) and the
+    Holm-corrected p (``*``: paired, McNemar's test and
     Newcombe's paired interval; otherwise Fisher's test and the unpaired interval)."""
     tests = ablation_tests(rows, level)
-    lines = [f"{'':18s}{'copy':>5s}  {'vs no end token':^23s}  {'vs both sides':^23s}",
-             f"{'':18s}{'':5s}  {'difference':^15s}{'p':>8s}  {'difference':^15s}{'p':>8s}"]
+    lines = [f"{'':17s}{'copy':>5s} {'vs no end token':^25s} {'vs both sides':^25s}",
+             f"{'':17s}{'':5s} {'difference':^16s}{'p':>8s}  {'difference':^16s}{'p':>8s}"]
     for title, names in ABLATION_GROUPS:
         lines.append(f"{title}:")
         refs = ("varying, none", "varying") if title == "lengths that vary" else \
@@ -373,14 +374,15 @@ def ablation_table(rows: dict, level: float = SUCCESS_LEVEL) -> str:
             for ref in refs:
                 t = next((t for t in tests if t["row"] == n and t["ref"] == ref), None)
                 if t is None:
-                    cells.append(" " * 23)
+                    cells.append(" " * 25)
                     continue
                 lo, hi = t["d_ci"]
                 star = "*" if t["paired"] else " "
-                cells.append(f"{t['d']:+.2f} [{lo:+.2f},{hi:+.2f}] {t['p_holm']:7.2g}{star}")
-            lines.append(f"  {SHORT_LABELS[n]:16s}{k:>2d}/{total:<2d} " + "  ".join(cells))
+                d, lo, hi = (f"{x:+.2f}".replace("0.", ".") for x in (t["d"], lo, hi))
+                cells.append(f"{d} [{lo},{hi}] {t['p_holm']:7.2g}{star}")
+            lines.append(f"  {SHORT_LABELS[n]:15s}{k:>2d}/{total:<2d} " + " ".join(cells))
     lines.append(f"p: Holm-corrected over the {len(tests)} tests; * paired (McNemar)")
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 #: The comparisons :func:`draw_seeds` tests on the first seeds: (label, row a, row b).
@@ -663,19 +665,19 @@ def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: i
         raise TypeError("names must be a non-empty list of long rows")
     _check_rows(rows, names, "long")
     level = check_real("level", level, 0.0, 1.0)
-    fig, ax = plt.subplots(figsize=(5.2, 4.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.6, 4.8), layout="constrained")
     for i, name in enumerate(names):
         t, s = kaplan_meier(*times_to_level(rows[name], level))
         end = float(rows[name]["eval_steps"][-1])
         cond, _, task = SWEEP_ROWS[name]
-        label = LABELS[cond] + (", control" if task == "control" else "")
+        label = SHORT_LABELS[cond] + (", control" if task == "control" else "")
         ax.step(np.append(t, end), np.append(s, s[-1]), where="post", color=f"C{i}",
                 lw=1.6, label=label, ls=":" if task == "control" else "-")
     ax.axvline(short, color="0.4", lw=0.8, ls="--")
-    ax.text(short, 1.02, f" step {short}", color="0.4", fontsize=9, va="bottom")
+    ax.text(short, 1.02, f" step {short}", color="0.4", va="bottom")
     ax.set(xlabel="training step", ylim=(-0.02, 1.08),
            ylabel=f"runs not yet above {level:g}")
-    fig.legend(loc="outside lower center", ncols=2, fontsize=8)
+    fig.legend(loc="outside lower center", ncols=2)
     return fig
 
 
@@ -714,6 +716,6 @@ def adam_push_table(adam_rows: dict, rows: dict, held: dict,
                    for n in HELD_OUT_ROWS}
         test[key] = held_out_auc(swapped)
     g, a = test["push_diag_copy"], test["push_adam_diag"]
-    lines.append(f"seeds 40-79, mean AUC: gradient {g['mean_auc']:.2f} (p = {g['p']:.2g}), "
-                 f"Adam {a['mean_auc']:.2f} (p = {a['p']:.2g}); the joint null")
+    lines.append(f"seeds 40-79: mean AUC {g['mean_auc']:.2f} (p {g['p']:.2g}), Adam "
+                 f"{a['mean_auc']:.2f} (p {a['p']:.2g}); joint null")
     return "\n".join(lines)
