@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from .checks import check_real, check_real_array
+from .metrics import first_step, wilson_interval
 
 __all__ = ["time_to_level", "kaplan_meier", "logrank", "paired_order", "mcnemar",
            "paired_difference", "holm"]
@@ -63,10 +64,9 @@ def time_to_level(steps, values, level: float) -> tuple[np.ndarray, np.ndarray]:
                          f"({steps.size}); got shape {v.shape}")
     if (np.diff(steps) <= 0).any():
         raise ValueError("steps must increase")
-    hit = v > level
-    reached = hit.any(1)
-    times = np.where(reached, steps[hit.argmax(1)], steps[-1]).astype(float)
-    return times, reached
+    first = first_step(steps, v, level)            # NaN where a run never gets there
+    reached = ~np.isnan(first)
+    return np.where(reached, first, steps[-1]), reached
 
 
 def kaplan_meier(times, reached) -> tuple[np.ndarray, np.ndarray]:
@@ -150,15 +150,6 @@ def mcnemar(a_ok, b_ok) -> dict:
             "neither": int((~a & ~b).sum()), "p": _sign_test(a_only, a_only + b_only)}
 
 
-def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (0.0 if k == 0 else max(0.0, centre - half),
-            1.0 if k == n else min(1.0, centre + half))
-
-
 def paired_difference(a_ok, b_ok, confidence: float = 0.95) -> tuple[float, float, float]:
     """``(rate_a − rate_b, low, high)`` for paired yes/no outcomes (run i of ``a`` and of
     ``b`` share a seed): the interval of Newcombe (1998) for paired data, method 10 --
@@ -166,19 +157,13 @@ def paired_difference(a_ok, b_ok, confidence: float = 0.95) -> tuple[float, floa
     the unpaired interval when the pairs agree (the design's gain), equal to it at φ = 0."""
     a = _bool_runs("a_ok", a_ok)
     b = _bool_runs("b_ok", b_ok, a.size)
-    confidence = check_real("confidence", confidence)
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1); got {confidence}")
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     n = a.size
     e, f = int((a & b).sum()), int((a & ~b).sum())
     g, h = int((~a & b).sum()), int((~a & ~b).sum())
     k1, k2 = e + f, e + g
     p1, p2 = k1 / n, k2 / n
-    l1, u1 = _wilson(k1, n, z)
-    l2, u2 = _wilson(k2, n, z)
+    l1, u1 = wilson_interval(k1, n, confidence)       # checks confidence is in (0, 1)
+    l2, u2 = wilson_interval(k2, n, confidence)
     margins = (e + f) * (g + h) * (e + g) * (f + h)
     phi = (e * h - f * g) / math.sqrt(margins) if margins else 0.0
     d = p1 - p2

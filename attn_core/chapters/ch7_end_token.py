@@ -41,7 +41,8 @@ from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        ADAM_PUSH_FILE, adam_push_config, ADAM_PUSH_STORED,
                        load_adam_push)
 
-__all__ = [*ch7_runs.__all__, "successes", "compare", "shares_initialisation", "ablation_tests", "ABLATION_GROUPS", "LABELS",
+__all__ = [*ch7_runs.__all__, "successes", "compare", "shares_initialisation",
+           "ablation_tests", "ABLATION_GROUPS", "LABELS",
            "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass", "draw_runs",
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
@@ -92,13 +93,12 @@ def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL,
     elif not isinstance(paired, bool):
         raise TypeError(f"paired must be True, False or None; got {paired!r}")
     out = {"paired": paired}
-    for name, label in ((a, "a"), (b, "b")):
-        rate, lo, hi, k, n = _rate(rows[name], level, step)
-        out[label] = {"row": name, "k": k, "n": n, "rate": rate, "ci": (lo, hi)}
+    ok_a, ok_b = (row_successes(rows[name], level, step=step) for name in (a, b))
+    for name, label, ok in ((a, "a", ok_a), (b, "b", ok_b)):
+        k, n = int(ok.sum()), int(ok.size)
+        out[label] = {"row": name, "k": k, "n": n, "rate": k / n, "ci": wilson_interval(k, n)}
     ka, na, kb, nb = out["a"]["k"], out["a"]["n"], out["b"]["k"], out["b"]["n"]
     if paired:
-        ok_a = row_successes(rows[a], level, step=step)
-        ok_b = row_successes(rows[b], level, step=step)
         if ok_a.size != ok_b.size or rows[a].get("seeds") != rows[b].get("seeds"):
             raise ValueError(f"paired rows must hold the same seeds; {a!r} and {b!r} do not")
         test = mcnemar(ok_a, ok_b)
@@ -446,9 +446,9 @@ def _row_names(rows: dict, order: Sequence[str]) -> list[str]:
 
 def push_prediction(pushes: dict, rows: dict, level: float = SUCCESS_LEVEL) -> dict:
     """For every row of ``pushes`` (:func:`load_push`): its successes in the sweep ``rows``
-    (:func:`successes`), and the AUC and p-value (:func:`~attn_core.metrics.outcome_auc`) of the step-0 push
-    as a predictor of which runs succeed; rows whose runs all succeed or all fail get
-    ``auc`` and ``p`` None."""
+    (:func:`successes`), and the AUC and p-value (:func:`~attn_core.metrics.outcome_auc`)
+    of the step-0 push as a predictor of which runs succeed; rows whose runs all succeed
+    or all fail get ``auc`` and ``p`` None."""
     if not isinstance(pushes, dict) or not pushes:
         raise TypeError("pushes must be the stored push rows (load_push)")
     names = _row_names(pushes, PUSH_ROWS)

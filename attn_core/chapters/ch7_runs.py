@@ -537,15 +537,15 @@ def _first_step(cfg: EndTokenConfig) -> EndTokenConfig:
     return replace(cfg, steps=1, eval_every=1, push=True)
 
 
-def _step0_push(h) -> list[float]:
-    """Every run's step-0 push of the copied words' loss on the diagonal margin (full
-    precision) from the History ``h`` of a :func:`push_config`."""
+def _step0(h, key: str = "push_diag_copy") -> list[float]:
+    """Every run's ``key`` at step 0 (full precision) from the History ``h`` of a
+    :func:`push_config` (default: the copied words' push on the diagonal margin)."""
     if list(h.eval_steps)[:1] != [0]:
         raise ValueError("h must begin with its evaluation at step 0")
-    if "push_diag_copy" not in h.probes:
-        raise ValueError(f"h must record the probe 'push_diag_copy' (a push_config run "
-                         f"records it); it has {sorted(h.probes)}")
-    return [float(v) for v in np.asarray(h.probes["push_diag_copy"])[:, 0]]
+    if key not in h.probes:
+        raise ValueError(f"h must record the probe {key!r} (a push_config run records it); "
+                         f"it has {sorted(h.probes)}")
+    return [float(v) for v in np.asarray(h.probes[key])[:, 0]]
 
 
 #: The stored step-0 pushes: row name (:data:`PUSH_ROWS`) -> configuration
@@ -553,7 +553,7 @@ def _step0_push(h) -> list[float]:
 #: diagonal margin, ``push_diag_copy`` (full float precision).
 PUSH_STORED = RowFamily(
     PUSH_FILE, "python benchmarks/ch7_end_token/predict.py --write", PUSH_ROWS, push_config,
-    EndTokenConfig, steps=None, extra=lambda cfg, h: {"push_diag_copy": _step0_push(h)},
+    EndTokenConfig, steps=None, extra=lambda cfg, h: {"push_diag_copy": _step0(h)},
     shapes=lambda cfg: {"push_diag_copy": (len(cfg.seeds),)})
 push_row = PUSH_STORED.row
 load_push = PUSH_STORED.load
@@ -584,7 +584,7 @@ def _held_out_fields(cfg: EndTokenConfig, h) -> dict:
     acc = np.asarray(h.probes["copy_acc"], dtype=float)[:, [0, -1]]
     return {"eval_steps": [int(h.eval_steps[0]), int(h.eval_steps[-1])],
             "copy_acc": np.round(acc, 4).tolist(),
-            "push_diag_copy": _step0_push(_first_step(cfg).run(progress=False))}
+            "push_diag_copy": _step0(_first_step(cfg).run(progress=False))}
 
 
 #: The stored held-out rows: row name (:data:`HELD_OUT_ROWS`) -> configuration
@@ -645,12 +645,6 @@ def adam_push_config(row: str) -> EndTokenConfig:
     if row.endswith(", seeds 40-79"):
         return _first_step(held_out_config(row.removesuffix(", seeds 40-79")))
     return push_config(row)
-
-
-def _step0(h, key: str) -> list[float]:
-    if list(h.eval_steps)[:1] != [0] or key not in h.probes:
-        raise ValueError(f"h must begin with its evaluation at step 0 and record {key!r}")
-    return [float(v) for v in np.asarray(h.probes[key])[:, 0]]
 
 
 #: The stored pushes of plain gradient steps and of Adam's first step: row name
