@@ -172,14 +172,26 @@ class Seq2SeqObjective:
     def _forward_batch(self, batch):
         """The forward pass of a batch, with its optional masks (see :class:`CopyTask`):
         ``src_mask``, ``score_stop`` and ``state_stop`` go to :meth:`forward`; returns its
-        output and the ``loss_mask`` (None without one)."""
+        output and the weight of each target token in the loss: the ``loss_mask``, times
+        the ``loss_weight`` (B, T) float where the batch has one (None without either)."""
         self._check_batch(batch, ("src", "tgt_in", "tgt"))
         check_indices("batch['tgt']", batch["tgt"], batch["tgt_in"].shape, self.vocab)
         out = self(batch["src"], batch["tgt_in"], **forward_masks(batch))
-        return out, _batch_mask(batch, "loss_mask", batch["tgt"].shape)
+        mask = _batch_mask(batch, "loss_mask", batch["tgt"].shape)
+        if "loss_weight" not in batch:
+            return out, mask
+        w = batch["loss_weight"]
+        if not isinstance(w, Tensor) or not w.is_floating_point():
+            raise TypeError(f"batch['loss_weight'] must be a float tensor; got "
+                            f"{getattr(w, 'dtype', type(w).__name__)}")
+        if tuple(w.shape) != tuple(batch["tgt"].shape):
+            raise ValueError(f"batch['loss_weight'] must have shape "
+                             f"{tuple(batch['tgt'].shape)}; got {tuple(w.shape)}")
+        return out, (w if mask is None else w * mask)
 
     def _ce(self, logits, tgt, loss_mask):
-        """Each member's mean cross-entropy over the target tokens (those of ``loss_mask``)."""
+        """Each member's mean cross-entropy over the target tokens (those of ``loss_mask``;
+        a float ``loss_mask`` weights them: the weighted mean)."""
         # ids of any integer dtype, checked in range: int64 for cross_entropy, losslessly
         ce = F.cross_entropy(logits.flatten(0, 2), tgt.flatten().long(), reduction="none")
         ce = ce.view(self.n_members, -1)
@@ -337,13 +349,18 @@ class Seq2Seq(Seq2SeqObjective, StackedModule):
                 state_stop: Tensor | None = None) -> dict[str, Tensor]:
         """Return ``logits`` (S, B, T, V) and attention ``alpha`` (S, K, B, T, L).
 
-        ``src_mask`` (S, B, L) bool: the source positions attention may go to (default all).
+        ``src_mask`` (S, B, L) bool: the source positions attention may go to (default all);
+        (S, B, T, L): those of each decoder step.
         ``score_stop`` (S, B, T) bool: decoder steps whose attention scores pass no gradient;
         ``state_stop``: decoder steps whose state and context enter the output layers
         detached (values unchanged; chapter 7's end-step ablations)."""
         check_pair("src", src, "tgt_in", tgt_in, self.vocab)
-        if src_mask is not None:
+        if isinstance(src_mask, Tensor) and src_mask.dim() == src.dim() + 1:  # a row a step
+            src_mask = _check_batch_mask("src_mask", src_mask, (*tgt_in.shape, src.shape[-1]))
+            step_mask = src_mask[:, None]
+        elif src_mask is not None:
             src_mask = _check_batch_mask("src_mask", src_mask, src.shape)
+            step_mask = src_mask[:, None, :, None, :]
         if score_stop is not None:
             score_stop = _check_batch_mask("score_stop", score_stop, tgt_in.shape)
         if state_stop is not None:
@@ -356,7 +373,7 @@ class Seq2Seq(Seq2SeqObjective, StackedModule):
         if src_mask is None:
             alpha = attention_weights(scores, self.attention)
         else:
-            alpha = attention_weights(scores, self.attention, src_mask[:, None, :, None, :])
+            alpha = attention_weights(scores, self.attention, step_mask)
         if self.head_proj is None:  # Σ_k c^k_t
             ctx = torch.einsum("skbtl,sblh->sbth", alpha, enc)
         else:  # Σ_k P_k c^k_t

@@ -22,12 +22,13 @@ from ..metrics import (auc_null, fisher_exact, newcombe_interval, outcome_auc, r
                        wilson_interval)
 from ..stats import (holm, kaplan_meier, logrank, mcnemar, paired_difference, paired_order,
                      time_to_level)
-from . import ch7_runs
+from . import ch7_causes, ch7_runs
 # the chapter's runs, re-exported (every name of ch7_runs.__all__)
 from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        POSITION_CLASSES, condition_config, condition_name, end_probe,
                        ROW_METRICS, ROW_PROBES, push_probe, PUSHES, SUCCESS_LEVEL,
-                       SWEEP_ROWS, SWEEP_STEPS, SWEEP_FILE, row_name, sweep_config,
+                       SWEEP_ROWS, L40_CAUSES, SWEEP_STEPS, SWEEP_FILE, row_name,
+                       sweep_config,
                        sweep_row, load_sweep, write_sweep, LIVE_ROWS, live_config,
                        stored_configs, check_live, CopyOnly, EndTransformerConfig,
                        TRANSFORMER_ROWS, TRANSFORMER_FILE, transformer_config,
@@ -40,8 +41,11 @@ from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        long_config, LONG_STORED, load_long, ADAM_PUSH_ROWS,
                        ADAM_PUSH_FILE, adam_push_config, ADAM_PUSH_STORED,
                        load_adam_push)
+# the cause runs, re-exported (every name of ch7_causes.__all__)
+from .ch7_causes import (CauseTask, StepSeq2Seq, CauseConfig, CAUSE_ROWS, CAUSE_STEPS,
+                         CAUSE_FILE, OTHER_SEEDS, cause_config, CAUSES_STORED, load_causes)
 
-__all__ = [*ch7_runs.__all__, "successes", "compare", "shares_initialisation",
+__all__ = [*ch7_runs.__all__, *ch7_causes.__all__, "successes", "compare", "shares_initialisation",
            "ablation_tests", "ABLATION_GROUPS", "LABELS",
            "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass", "draw_runs",
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",

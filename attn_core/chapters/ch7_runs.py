@@ -34,7 +34,8 @@ from .ch6_transformer import TRANSFORMER_BASE, TransformerCopyConfig
 __all__ = ["EndTokenConfig", "END_BASE", "CONDITIONS", "LENGTHS", "SEEDS",
            "POSITION_CLASSES", "condition_config", "condition_name", "end_probe",
            "ROW_METRICS", "ROW_PROBES", "push_probe", "PUSHES", "SUCCESS_LEVEL",
-           "SWEEP_ROWS", "SWEEP_STEPS", "SWEEP_FILE", "row_name", "sweep_config",
+           "SWEEP_ROWS", "L40_CAUSES", "SWEEP_STEPS", "SWEEP_FILE", "row_name",
+           "sweep_config",
            "sweep_row", "load_sweep", "write_sweep", "LIVE_ROWS", "live_config",
            "stored_configs", "check_live", "CopyOnly", "EndTransformerConfig",
            "TRANSFORMER_ROWS", "TRANSFORMER_FILE", "transformer_config", "transformer_row",
@@ -316,6 +317,10 @@ SWEEP_ROWS = {row_name(n, L, t): (n, L, t) for L in LENGTHS
               for t in ("permutation", "control") for n in ("none", "both")}
 SWEEP_ROWS.update({row_name(n): (n, 20, "permutation") for n in CONDITIONS
                    if n not in ("none", "both")})
+#: The conditions that name the cause at L = 20, again at L = 40 (600 steps): does what
+#: they found hold where the end token's cost is larger?
+L40_CAUSES = ("source", "target", "masked", "no end loss")
+SWEEP_ROWS.update({row_name(n, 40): (n, 40, "permutation") for n in L40_CAUSES})
 #: Where the stored sweep lives (written by ``benchmarks/ch7_end_token/sweep.py``).
 SWEEP_FILE = Path(__file__).with_name("data") / "ch7_sweep.json"
 #: What a sweep row keeps of every evaluation (History metrics, then probes).

@@ -91,7 +91,7 @@ CHAPTERS = (
     Chapter(6, "ch6_transformer", "06_transformer",
             "does a Transformer fail too? An encoder-decoder Transformer on chapter 4's tasks"),
     Chapter(7, "ch7_end_token", "07_end_token", "why one end token makes permutations hard",
-            parts=("ch7_runs",)),
+            parts=("ch7_runs", "ch7_causes")),
 )
 
 

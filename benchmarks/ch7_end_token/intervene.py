@@ -9,8 +9,9 @@ switched at training step S:
 
 - ``off from S``: the end step's loss trains steps 0 .. S-1 and is left out from step S on;
 - ``on from S``: it is left out of steps 0 .. S-1 and trains from step S on;
-- ``on from 20, ramped over 40``: as *on from 20*, but over steps 20-59 the end step's
-  loss counts in a growing share of each batch's examples (1/41 .. 40/41). The control for
+- ``on from S, ramped over 40`` (S = 20 and 60): as *on from S*, but over steps S .. S + 39
+  the end step's loss counts in a growing share of each batch's examples (1/41 .. 40/41).
+  The control for
   the jolt a loss switched on mid-run gives Adam: its second moment averages the squared
   gradients of every step so far, so a component that appears at once takes large steps
   at first.
@@ -29,7 +30,8 @@ attention accuracy tells them apart by step 40 (AUC 0.94). S = 20 and 60 bracket
 Writes ``intervene.json`` beside this file (atomically, after every condition; a condition
 already there with the same configuration is kept): each condition's final copy accuracy
 per seed, its successes with a 95 % Wilson interval, and the seeds' outcomes paired with the
-sweep's "both" and "no end loss" rows. ``--smoke``: two seeds, 20 steps, S = 10 (one of them
+sweep's "both" and "no end loss" rows (the same seeds: McNemar's exact test and the paired
+difference with its 95 % interval, computed again for every stored condition at each run). ``--smoke``: two seeds, 20 steps, S = 10 (one of them
 ramped over 5), into a temporary folder, no check.
 """
 
@@ -51,7 +53,8 @@ from joblib import Parallel, delayed
 from attn_core.chapters import ch7_end_token as ch
 from attn_core.config import env_max_steps, env_workers, get_mode, set_threads
 from attn_core.data import CopyTask
-from attn_core.metrics import fisher_exact, success_rate
+from attn_core.metrics import success_rate
+from attn_core.stats import mcnemar, paired_difference
 from attn_core.stored import write_json, config_record, platform
 from attn_core.training import Trainer
 
@@ -65,6 +68,7 @@ CONDITIONS = {f"{kind} from {s}": (kind == "off", kind == "on", s)
 #: (name -> (before, after, S, ramp)).
 RAMP = 40
 CONDITIONS[f"on from 20, ramped over {RAMP}"] = (False, True, 20, RAMP)
+CONDITIONS[f"on from 60, ramped over {RAMP}"] = (False, True, 60, RAMP)
 #: The references the switch must reproduce: sweep row -> (before, after, S).
 REFERENCES = {"both, L=20": (True, True, 10**9), "no end loss, L=20": (False, False, 0)}
 
@@ -177,17 +181,21 @@ def check_references(cfg, sweep: dict, workers: int) -> None:
 
 
 def summary(finals: list[float], sweep: dict) -> dict:
-    """Successes, Wilson interval, and the seeds paired with the reference rows."""
+    """Successes, Wilson interval, and the seeds paired with the reference rows (the same
+    seeds, initialisations and data): McNemar's exact test on the discordant seeds and
+    the paired difference of the rates with its 95 % interval (this row minus the
+    reference's)."""
     ok = np.asarray(finals) > ch.SUCCESS_LEVEL
     k, n = int(ok.sum()), ok.size
     out = {"success": [k, n], "rate": list(success_rate(ok)), "paired": {}}
     for row in REFERENCES:
         ref = np.asarray(sweep[row]["copy_acc"])[:n, -1] > ch.SUCCESS_LEVEL
-        k2 = int(ref.sum())
+        d, lo, hi = paired_difference(ok, ref)
         out["paired"][row] = {"both copy": int((ok & ref).sum()),
                               "only this": int((ok & ~ref).sum()),
                               "only the row": int((~ok & ref).sum()),
-                              "p (Fisher)": fisher_exact(k, n, k2, n)}
+                              "p (McNemar)": mcnemar(ok, ref)["p"],
+                              "difference": [d, lo, hi]}
     return out
 
 
@@ -217,6 +225,8 @@ def main() -> None:
     check_switch_step(cfg, workers)
     out = json.loads(out_path.read_text()) if out_path.exists() else {}
     record = config_record(cfg)
+    for name, stored in out.items():        # the paired summaries, computed again
+        stored.update(summary(stored["final copy_acc"], sweep))
     for name, (before, after, at, *ramp) in conditions.items():
         if args.only not in name:
             continue
@@ -239,10 +249,11 @@ def main() -> None:
         s = out[name]
         k, n = s["success"]
         _, lo, hi = s["rate"]
-        pb = s["paired"]["both, L=20"]["p (Fisher)"]
-        pn = s["paired"]["no end loss, L=20"]["p (Fisher)"]
+        pb = s["paired"]["both, L=20"]["p (McNemar)"]
+        pn = s["paired"]["no end loss, L=20"]["p (McNemar)"]
         print(f"[intervene] {name}: {k}/{n} copy [{lo:.2f}, {hi:.2f}]; p vs both "
               f"{pb:.2g}, vs no end loss {pn:.2g} ({s['seconds']:.0f} s)", flush=True)
+    write_json(out_path, out)
     print(f"[intervene] {out_path}")
 
 
