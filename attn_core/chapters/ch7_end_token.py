@@ -51,7 +51,9 @@ __all__ = [*ch7_runs.__all__, *ch7_causes.__all__, "successes", "compare", "shar
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
            "HELD_OUT_MIN_AUC", "DELAY_LEVELS", "DELAY_PAIRS", "times_to_level",
-           "delay_table", "draw_survival", "adam_push_table"]
+           "delay_table", "draw_survival", "adam_push_table", "CAUSE_PAIRS", "upto",
+           "cause_rows", "shares_start", "cause_table", "format_cause_table",
+           "COUNTING_ROWS", "counting_test", "init_or_data", "draw_causes"]
 
 
 
@@ -162,8 +164,10 @@ def _rate(row: dict, level: float = SUCCESS_LEVEL,
 
 def _check_rows(rows, needed, kind: str = "sweep") -> None:
     """TypeError unless ``rows`` is a dict of rows; ValueError naming the rows of
-    ``needed`` it lacks (``kind``: "sweep", or "long" for :func:`load_long`'s)."""
-    stored = "the stored sweep" if kind == "sweep" else "the stored long runs (load_long)"
+    ``needed`` it lacks (``kind``: "sweep", "long" for :func:`load_long`'s, "cause" for
+    :func:`cause_rows`')."""
+    stored = {"sweep": "the stored sweep", "long": "the stored long runs (load_long)",
+              "cause": "the cause runs with the long ones (cause_rows)"}[kind]
     if not isinstance(rows, dict):
         raise TypeError(f"rows must be {stored}, a dict of rows; got {type(rows).__name__}")
     missing = [r for r in needed if r not in rows]
@@ -723,3 +727,235 @@ def adam_push_table(adam_rows: dict, rows: dict, held: dict,
     lines.append(f"seeds 40-79: mean AUC {g['mean_auc']:.2f} (p {g['p']:.2g}), Adam "
                  f"{a['mean_auc']:.2f} (p {a['p']:.2g}); joint null")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------ counting or competition?
+#: The cause runs' comparisons (:func:`cause_table`): pairs (a, b) of the rows of
+#: :func:`cause_rows`, each answering one question of the chapter's "Counting or
+#: competition?".
+CAUSE_PAIRS = (
+    ("none, padded", "both, L=20"),          # the end token's cost, the same parameters
+    ("none, padded", "none, L=20"),          # the padded vocabulary against the plain one
+    ("masked, words only", "both, L=20"),    # masking that keeps the end step's target
+    ("none, step index", "step index"),      # the end token's cost with the count given
+    ("step index", "both, L=20"),            # the count given, with the end token
+    ("front word", "none, padded"),          # a predicted word that needs no count
+    ("end weight 0.1", "both, L=20"),
+    ("end weight 0.3", "both, L=20"),
+    ("end weight 3", "both, L=20"),
+)
+
+
+def upto(row: dict, step: int) -> dict:
+    """Stored row ``row`` with only its evaluations at steps up to ``step`` (every key of
+    shape (runs, evaluations) cut): the first ``step`` steps of a longer run, which are
+    the run of ``step`` steps (the engine's training stream does not depend on the
+    budget; a test checks it on the stored rows)."""
+    if not isinstance(row, dict) or "eval_steps" not in row:
+        raise TypeError("row must be a stored row (a dict with eval_steps)")
+    steps = np.asarray(row["eval_steps"])
+    step = check_int("step", step, int(steps[0]))
+    keep = int((steps <= step).sum())
+    out = dict(row)
+    out["eval_steps"] = [int(s) for s in steps[:keep]]
+    for key, value in row.items():
+        a = np.asarray(value) if isinstance(value, list) else None
+        if a is not None and a.ndim == 2 and a.shape[1] == steps.size and key != "config":
+            out[key] = a[:, :keep].tolist()
+    return out
+
+
+def cause_rows(causes: dict, long: dict, steps: int = CAUSE_STEPS) -> dict:
+    """The cause rows (:func:`load_causes`) and the long runs' rows at L = 20
+    (:func:`load_long`) cut to their first ``steps`` steps (:func:`upto`): one dict of rows
+    with one budget, for :func:`cause_table` and :func:`draw_causes`."""
+    _check_rows(causes, list(CAUSE_ROWS), "cause")
+    names = [n for n in LONG_ROWS if n.endswith("L=20")]
+    _check_rows(long, names, "long")
+    out = {n: upto(long[n], steps) for n in names}
+    out.update({n: causes[n] for n in CAUSE_ROWS})
+    return out
+
+
+def _config_of(name: str):
+    return cause_config(name) if name in CAUSE_ROWS else long_config(name)
+
+
+def shares_start(a: str, b: str) -> bool:
+    """Whether rows ``a`` and ``b`` of :func:`cause_rows` start each run from the same
+    parameters and data: the same seeds, the same data seeds and the same model
+    vocabulary (a step index adds its own vectors, drawn apart, and leaves every other
+    parameter as it was). Such rows are compared paired."""
+    for name, label in ((a, "a"), (b, "b")):
+        check_choice(label, name, (*CAUSE_ROWS, *LONG_ROWS))
+    ca, cb = _config_of(a), _config_of(b)
+    data = [getattr(c, "data_seeds", None) or c.seeds for c in (ca, cb)]
+    return (ca.seeds == cb.seeds and data[0] == data[1]
+            and ca.task().model_vocab == cb.task().model_vocab)
+
+
+def cause_table(rows: dict, pairs=CAUSE_PAIRS, level: float = SUCCESS_LEVEL,
+                short: int = 300) -> list:
+    """For each pair (a, b) of :func:`cause_rows`: the runs of each above ``level`` by step
+    ``short`` and by the last step, the median time to the level (of the runs that got
+    there), and two tests, each Holm-corrected over the whole family (``p_holm``, every
+    pair's two tests): at step ``short``, McNemar's test and the paired difference where the
+    rows :func:`shares_start` (else Fisher's and Newcombe's); of the times, the paired
+    order test (else the log-rank test)."""
+    pairs = [tuple(p) for p in pairs]
+    _check_rows(rows, [n for p in pairs for n in p], "cause")
+    level = check_real("level", level, 0.0, 1.0)
+    short = check_int("short", short, 1)
+    out, ps = [], []
+    for a, b in pairs:
+        paired = shares_start(a, b)
+        entry = {"a": a, "b": b, "paired": paired}
+        times = {}
+        for side, name in (("a", a), ("b", b)):
+            row = rows[name]
+            t, r = times_to_level(row, level)
+            times[side] = (t, r)
+            entry[side + "_short"] = successes(upto(row, short), level)[0]
+            entry[side + "_end"] = int(r.sum())
+            entry[side + "_median"] = float(np.median(t[r])) if r.any() else None
+        entry["runs"] = int(times["a"][0].size)
+        at_short = {n: upto(rows[n], short) for n in (a, b)}
+        c = compare(at_short, a, b, level, paired=paired)
+        entry.update(d=c["d"], d_ci=c["d_ci"], p_short=c["p"], test_short=c["test"])
+        if paired:
+            o = paired_order(*times["a"], *times["b"])
+            entry.update(a_first=o["a_first"], b_first=o["b_first"], p_time=o["p"],
+                         test_time="paired order")
+        else:
+            entry.update(p_time=logrank(*times["a"], *times["b"]), test_time="log-rank")
+        out.append(entry)
+        ps += [entry["p_short"], entry["p_time"]]
+    adjusted = holm(ps)
+    for i, entry in enumerate(out):
+        entry["p_short_holm"], entry["p_time_holm"] = adjusted[2 * i], adjusted[2 * i + 1]
+    return out
+
+
+def format_cause_table(table: list) -> str:
+    """:func:`cause_table` as text (≤ 76 characters a line): each pair's counts by step 300
+    and by the end, the difference at step 300 with its interval, and the two
+    Holm-corrected p-values."""
+    lines = [f"{'a':19s} {'vs b':12s} {'300':>5s} {'end':>5s} {'d at 300':>17s} "
+             f"{'p300':>5s} {'ptime':>5s}"]
+    for e in table:
+        d, (lo, hi) = e["d"], e["d_ci"]
+        diff = f"{d:+.2f} [{lo:+.2f},{hi:+.2f}]".replace("0.", ".")
+        b = e["b"].removesuffix(", L=20")
+        lines.append(f"{e['a']:19s} {b:12s} {e['a_short']:>2d}:{e['b_short']:<2d} "
+                     f"{e['a_end']:>2d}:{e['b_end']:<2d} {diff:>17s} "
+                     f"{_p(e['p_short_holm']):>5s} {_p(e['p_time_holm']):>5s}")
+    return "\n".join(lines)
+
+
+def _p(p: float) -> str:
+    return f"{p:.2f}" if p >= 0.01 else f"{p:.0e}".replace("e-0", "e-")
+
+
+#: The four rows whose runs share each seed's start (every parameter but the step
+#: vectors, and the data): the end token's cost without the step index and with it.
+COUNTING_ROWS = (("none, padded", "both, L=20"), ("none, step index", "step index"))
+
+
+def counting_test(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300,
+                  resamples: int = 10_000, seed: int = 0) -> dict:
+    """The test written before the runs between counting and competition: the end token's
+    cost by step ``short`` without the step index (``cost_plain``: the successes of
+    "none, padded" minus "both", a fraction of the runs) and with it (``cost_index``:
+    "none, step index" minus "step index"), their difference ``did`` = cost_plain -
+    cost_index with a 95 % bootstrap interval over the seeds (each seed's four runs share
+    its start; ``resamples`` resamples drawn from ``seed``), and ``ratio`` = cost_index /
+    cost_plain. Counting predicted ratio < 1/2, competition >= 1/2."""
+    names = [n for p in COUNTING_ROWS for n in p]
+    _check_rows(rows, names, "cause")
+    level = check_real("level", level, 0.0, 1.0)
+    short = check_int("short", short, 1)
+    resamples = check_int("resamples", resamples, 100)
+    seed = check_int("seed", seed, 0)
+    ok = {n: row_successes(upto(rows[n], short), level).astype(float) for n in names}
+    plain = ok["none, padded"] - ok["both, L=20"]
+    index = ok["none, step index"] - ok["step index"]
+    d = plain - index
+    g = np.random.default_rng(seed)
+    idx = g.integers(0, d.size, (resamples, d.size))
+    boot = d[idx].mean(1)
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    cost_plain, cost_index = float(plain.mean()), float(index.mean())
+    return {"cost_plain": cost_plain, "cost_index": cost_index, "did": float(d.mean()),
+            "did_ci": (float(lo), float(hi)),
+            "ratio": cost_index / cost_plain if cost_plain else float("nan"),
+            "runs": int(d.size)}
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their mean rank."""
+    order = np.argsort(x, kind="stable")
+    r = np.empty(x.size)
+    r[order] = np.arange(1, x.size + 1)
+    for v in np.unique(x):
+        tie = x == v
+        r[tie] = r[tie].mean()
+    return r
+
+
+def init_or_data(rows: dict, level: float = SUCCESS_LEVEL, permutations: int = 10_000,
+                 seed: int = 0) -> dict:
+    """Does a seed's initialisation or its data decide its run? The Spearman correlation of
+    each run's time to ``level`` (a censored run counted as later than every run that got
+    there) between "both" and "other data" (the same initialisations, other data) and
+    between "both" and "other init" (the same data, other initialisations), each with a
+    one-sided permutation p (``permutations`` shuffles drawn from ``seed``)."""
+    _check_rows(rows, ["both, L=20", "other data", "other init"], "cause")
+    level = check_real("level", level, 0.0, 1.0)
+    permutations = check_int("permutations", permutations, 100)
+    g = np.random.default_rng(check_int("seed", seed, 0))
+
+    def later(name):
+        t, r = times_to_level(rows[name], level)
+        return np.where(r, t, np.inf)
+
+    ref = _ranks(later("both, L=20"))
+    out = {}
+    for name, key in (("other data", "same_init"), ("other init", "same_data")):
+        x = _ranks(later(name))
+        rho = float(np.corrcoef(ref, x)[0, 1])
+        null = np.array([np.corrcoef(ref, g.permutation(x))[0, 1]
+                         for _ in range(permutations)])
+        out[key] = {"rho": rho, "p": float((1 + (null >= rho).sum()) / (1 + permutations))}
+    return out
+
+
+def draw_causes(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300):
+    """Kaplan-Meier curves of the cause runs (:func:`cause_rows`): the runs not yet above
+    ``level`` after each step, in two panels: the end token with the same parameters and
+    with the count given (left); the end step's loss weighted (right)."""
+    import matplotlib.pyplot as plt
+
+    panels = (("the count given?", (("none, padded", "C0", "-", "no end token"),
+                                    ("both, L=20", "C3", "-", "end token"),
+                                    ("none, step index", "C0", ":", "none, step index"),
+                                    ("step index", "C3", ":", "end token, step index"),
+                                    ("front word", "C2", "--", "front word"))),
+              ("the end loss weighted", (("none, padded", "C0", "-", None),
+                                         ("end weight 0.1", "C1", "-", "weight 0.1"),
+                                         ("end weight 0.3", "C4", "-", "weight 0.3"),
+                                         ("both, L=20", "C3", "-", None),
+                                         ("end weight 3", "0.2", "-", "weight 3"))))
+    _check_rows(rows, [n for _, p in panels for n, *_ in p], "cause")
+    level = check_real("level", level, 0.0, 1.0)
+    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.6), layout="constrained", sharey=True)
+    for ax, (title, curves) in zip(axes, panels):
+        for name, color, ls, label in curves:
+            t, s = kaplan_meier(*times_to_level(rows[name], level))
+            end = float(rows[name]["eval_steps"][-1])
+            ax.step(np.append(t, end), np.append(s, s[-1]), where="post", color=color,
+                    ls=ls, lw=1.6, label=label)
+        ax.axvline(short, color="0.4", lw=0.8, ls="--")
+        ax.set(title=title, xlabel="training step", ylim=(-0.02, 1.05))
+        ax.legend(fontsize="small", loc="upper right")
+    axes[0].set_ylabel(f"runs not yet above {level:g}")
+    return fig
