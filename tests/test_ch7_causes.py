@@ -272,3 +272,24 @@ def test_init_or_data_correlates_the_times_of_the_runs_that_share_a_seed():
     assert out["same_init"]["rho"] == pytest.approx(1.0)
     assert out["same_init"]["p"] < 0.01
     assert out["same_data"]["rho"] < 1 and out["same_data"]["p"] > out["same_init"]["p"]
+
+
+def test_the_ablation_table_at_L40_holds_the_conditions_trained_there():
+    groups = dict(ch._groups(40))
+    assert [n for g in groups.values() for n in g] == ["none", "both", "source", "target",
+                                                      "masked", "no end loss"]
+    assert set(ch.L40_CAUSES) < {n for g in groups.values() for n in g}
+    with pytest.raises(ValueError, match="length"):
+        ch._groups(10)
+    steps = list(range(0, 620, 20))
+    rows = {ch.row_name(n, 40): _row([[0] * 30 + [0.99]] * 40 if n == "none"
+                                     else [[0] * 31] * 40, steps)
+            for g in groups.values() for n in g}
+    tests = ch.ablation_tests(rows, length=40)
+    assert len(tests) == 1 + 4 * 2                       # the references once, then each
+    ref = next(t for t in tests if t["row"] == "both" and t["ref"] == "none")
+    assert ref["a"]["k"] == 0 and ref["b"]["k"] == 40 and not ref["paired"]
+    src = next(t for t in tests if t["row"] == "source" and t["ref"] == "both")
+    assert src["paired"] and src["p"] == 1.0
+    text = ch.ablation_table(rows, length=40)
+    assert "source only" in text and "start" not in text and "9 tests" in text

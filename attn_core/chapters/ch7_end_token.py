@@ -342,42 +342,57 @@ def draw_runs(rows: dict, names: Sequence[str], live: dict | None = None,
     return fig
 
 
-def ablation_tests(rows: dict, level: float = SUCCESS_LEVEL) -> list[dict]:
-    """Every ablation at L = 20 against its two references -- no end token and the end token
-    on both sides (for the varying lengths, the varying lengths without and with it) --
-    as :func:`compare` does (paired where the rows share initialisations), one family:
-    each test's ``p_holm`` is Holm-corrected over all of them. Each entry: ``group``,
-    ``row``, ``ref`` and :func:`compare`'s result."""
-    _check_rows(rows, [row_name(n) for _, g in ABLATION_GROUPS for n in g])
+def _groups(length: int) -> list:
+    """:data:`ABLATION_GROUPS` with the conditions the sweep has at ``length`` (every one at
+    L = 20; the references and :data:`L40_CAUSES` at L = 40)."""
+    length = check_int("length", length, 2)
+    if length not in (20, 40):
+        raise ValueError(f"length must be 20 or 40 (the lengths of the ablations); got "
+                         f"{length}")
+    groups = [(t, tuple(n for n in g if row_name(n, length) in SWEEP_ROWS))
+              for t, g in ABLATION_GROUPS]
+    return [(t, g) for t, g in groups if g]
+
+
+def ablation_tests(rows: dict, level: float = SUCCESS_LEVEL, length: int = 20) -> list[dict]:
+    """Every ablation at ``length`` (20, or 40: the conditions of :data:`L40_CAUSES`)
+    against its two references -- no end token and the end token on both sides (for the
+    varying lengths, the varying lengths without and with it) -- as :func:`compare` does
+    (paired where the rows share initialisations), one family: each test's ``p_holm`` is
+    Holm-corrected over all of them. Each entry: ``group``, ``row``, ``ref`` and
+    :func:`compare`'s result."""
+    groups = _groups(length)
+    _check_rows(rows, [row_name(n, length) for _, g in groups for n in g])
     out = []
-    for title, names in ABLATION_GROUPS:
+    for title, names in groups:
         refs = ("varying, none", "varying") if title == "lengths that vary" else \
             ("none", "both")
         for n in names:
             for ref in refs:
                 if n not in refs or (n, ref) == refs[::-1]:    # the references once
                     out.append({"group": title, "row": n, "ref": ref,
-                                **compare(rows, row_name(n), row_name(ref), level)})
+                                **compare(rows, row_name(n, length), row_name(ref, length),
+                                          level)})
     for entry, p in zip(out, holm([e["p"] for e in out])):
         entry["p_holm"] = float(p)
     return out
 
 
-def ablation_table(rows: dict, level: float = SUCCESS_LEVEL) -> str:
-    """The ablations at L = 20 as text (:func:`ablation_tests`): each condition's successes
+def ablation_table(rows: dict, level: float = SUCCESS_LEVEL, length: int = 20) -> str:
+    """The ablations at ``length`` as text (:func:`ablation_tests`): each condition's successes
     of 40 (above ``level``) and, against each reference, the difference of the rates with
     its 95 % interval (written without the leading 0: +.30 is +0.30) and the
     Holm-corrected p (``*``: paired, McNemar's test and
     Newcombe's paired interval; otherwise Fisher's test and the unpaired interval)."""
-    tests = ablation_tests(rows, level)
+    tests = ablation_tests(rows, level, length)
     lines = [f"{'':17s}{'copy':>5s} {'vs no end token':^25s} {'vs both sides':^25s}",
              f"{'':17s}{'':5s} {'difference':^16s}{'p':>8s}  {'difference':^16s}{'p':>8s}"]
-    for title, names in ABLATION_GROUPS:
+    for title, names in _groups(length):
         lines.append(f"{title}:")
         refs = ("varying, none", "varying") if title == "lengths that vary" else \
             ("none", "both")
         for n in names:
-            k, total = successes(rows[row_name(n)], level)
+            k, total = successes(rows[row_name(n, length)], level)
             cells = []
             for ref in refs:
                 t = next((t for t in tests if t["row"] == n and t["ref"] == ref), None)
