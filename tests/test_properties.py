@@ -176,6 +176,7 @@ SWEEP6 = tuple(_const(ch6_transformer, "SWEEP_CONDITIONS", {"learned": None}))
 FULL6 = _const(ch6_transformer, "FULL_CONDITIONS", ("learned",))
 CONDITIONS7 = tuple(_const(ch7_end_token, "CONDITIONS", {"both": None}))
 SWEEP7 = tuple(_const(ch7_end_token, "SWEEP_ROWS", {"both, L=20": None}))
+CAUSES7 = tuple(_const(ch7_end_token, "CAUSE_ROWS", {"front word": None}))
 TRANSFORMER7 = tuple(_const(ch7_end_token, "TRANSFORMER_ROWS", {"1 head, none": None}))
 RESCUE7 = tuple(_const(ch7_end_token, "RESCUE_ROWS", {"1 head, none": None}))
 PUSH7 = _const(ch7_end_token, "PUSH_ROWS", ("both, L=20",))
@@ -399,6 +400,12 @@ API = [
           hidden=Int(1), heads=Int(1), head_proj=BOOL, bias=BOOL,
           permutation_seed=Opt(Int(0)), batch_size=Int(1), steps=Int(1),
           lr=Real(0, low_open=True), eval_every=Int(1), eval_batch_size=Int(1))),
+    ("ch7_end_token.CauseConfig", _get("ch7_end_token.CauseConfig"), dict(),
+     dict(spare_word=BOOL, front_word=BOOL, end_weight=Real(0, low_open=True),
+          mask_end_words=BOOL, step_input=BOOL, optimizer=Choice("adam", "sgd"),
+          length=Int(1), steps=Int(1), lr=Real(0, low_open=True))),
+    ("ch7_end_token.cause_config", _get("ch7_end_token.cause_config"),
+     dict(row="front word"), dict(row=Choice(*CAUSES7))),
     ("ch7_end_token.EndTransformerConfig", _get("ch7_end_token.EndTransformerConfig"), dict(),
      _TRANSFORMER_FIELDS),
     ("ch7_end_token.EndHeadsRun", _get("ch7_end_token.EndHeadsRun"), dict(), _HEADS_FIELDS),

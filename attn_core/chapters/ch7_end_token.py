@@ -855,6 +855,11 @@ def format_cause_table(table: list) -> str:
     """:func:`cause_table` as text (≤ 76 characters a line): each pair's counts by step 300
     and by the end, the difference at step 300 with its interval, and the two
     Holm-corrected p-values."""
+    keys = {"a", "b", "a_short", "b_short", "a_end", "b_end", "d", "d_ci", "p_short_holm",
+            "p_time_holm"}
+    if not isinstance(table, list) or not all(isinstance(e, dict) and keys <= set(e)
+                                              for e in table):
+        raise TypeError("table must be what cause_table returns (a list of its entries)")
     lines = [f"{'a':19s} {'vs b':12s} {'300':>5s} {'end':>5s} {'d at 300':>17s} "
              f"{'p300':>5s} {'ptime':>5s}"]
     for e in table:
