@@ -6,8 +6,8 @@ end token acts -- none, in the source only, in the target only, on both sides --
 
 Writes ``results.json`` beside this file after every condition (atomically): each
 condition's successes (accuracy on the copied words above 0.95 at the last evaluation, as the
-chapter counts), rate and 95 % Wilson interval, Fisher's exact test against "none" and
-"both", the seconds it took, and the machine; and every evaluation of every seed in
+chapter counts), rate and 95 % Wilson interval, its tests against "none" and "both" (paired
+where the rows share initialisations; ``--summarise`` computes them again from rows.json), the seconds it took, and the machine; and every evaluation of every seed in
 ``rows.json`` (``ch7_end_token.sweep_row``), for a figure.
 
 Resumable: every finished group of seeds is saved in the results cache as it arrives
@@ -35,7 +35,7 @@ import numpy as np
 
 from attn_core.chapters import ch7_end_token as ch
 from attn_core.config import env_max_steps, get_mode
-from attn_core.metrics import fisher_exact, success_rate
+from attn_core.metrics import success_rate
 from attn_core.stored import write_json, config_record, platform
 
 HERE = Path(__file__).resolve().parent
@@ -53,8 +53,11 @@ def config(name: str, seeds=None):
 
 
 def summary(rows: dict) -> dict:
-    """Each variant's successes, rate and interval, and its Fisher tests against the two
-    references (where both rows are there)."""
+    """Each variant's successes, rate and interval, and its tests against the two
+    references (where both rows are there): paired (McNemar's test, the paired interval of
+    the difference) where the two share each seed's initialisation -- every variant with an
+    end token has the same vocabulary -- else Fisher's test and Newcombe's interval
+    (:func:`ch7_end_token.compare`)."""
     out = {}
     for name, row in rows.items():
         k, n = ch.successes(row)
@@ -62,8 +65,10 @@ def summary(rows: dict) -> dict:
         out[name] = {"success": [k, n], "rate": [r, lo, hi]}
         for ref in ("none", "both"):
             if ref != name and ref in rows:
-                k2, n2 = ch.successes(rows[ref])
-                out[name][f"p vs {ref}"] = fisher_exact(k, n, k2, n2)
+                c = ch.compare(rows, name, ref, paired="none" not in (name, ref))
+                out[name][f"p vs {ref}"] = c["p"]
+                out[name][f"test vs {ref}"] = c["test"]
+                out[name][f"difference vs {ref}"] = [c["d"], *c["d_ci"]]
     return out
 
 
@@ -72,7 +77,19 @@ def main() -> None:
     ap.add_argument("--only", choices=VARIANTS, help="train this variant only")
     ap.add_argument("--smoke", action="store_true",
                     help="two steps, two seeds a variant, into a temporary folder")
+    ap.add_argument("--summarise", action="store_true",
+                    help="compute results.json's tests again from rows.json (no training)")
     args = ap.parse_args()
+    if args.summarise:
+        rows = json.loads((HERE / "rows.json").read_text())
+        out = json.loads((HERE / "results.json").read_text())
+        out["conditions"] = summary(rows)
+        write_json(HERE / "results.json", out)
+        for name, c in out["conditions"].items():
+            print(f"[full_ch7] {name}: {c['success']} " + ", ".join(
+                f"vs {r}: {c[f'test vs {r}']} p {c[f'p vs {r}']:.2g}" for r in ("none", "both")
+                if f"p vs {r}" in c))
+        return
     if get_mode() != "full":
         raise SystemExit("set ATTN_MODE=full: this script runs the papers' scale")
     if args.smoke:
