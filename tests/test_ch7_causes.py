@@ -293,3 +293,40 @@ def test_the_ablation_table_at_L40_holds_the_conditions_trained_there():
     assert src["paired"] and src["p"] == 1.0
     text = ch.ablation_table(rows, length=40)
     assert "source only" in text and "start" not in text and "9 tests" in text
+
+
+def test_the_cause_figures_draw_the_stored_rows_with_their_labels():
+    import matplotlib
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    causes = ch.cause_rows(ch.load_causes(), ch.load_long())
+    fig = ch.draw_causes(causes)
+    top, bottom = fig.axes[:2]
+    assert [t.get_text() for t in top.get_legend().get_texts()][-1] == "front word"
+    assert "weight 3" in [t.get_text() for t in bottom.get_legend().get_texts()]
+    plt.close(fig)
+    long = ch.load_long()
+    fig = ch.draw_survival(long, ["both, L=20"], labels={"both, L=20": "permutations"})
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["permutations"]
+    plt.close(fig)
+    with pytest.raises(TypeError, match="labels"):
+        ch.draw_survival(long, ["both, L=20"], labels=["permutations"])
+    with pytest.raises(ValueError, match="front word"):
+        ch.draw_causes({k: v for k, v in causes.items() if k != "front word"})
+
+
+def test_the_stored_cause_rows_are_their_configurations_and_begin_alike():
+    """Every cause row is stored whole for its configuration (the family's load checks
+    it) to its budget. A row's step-0 evaluation is its untrained model's: a loss weight
+    changes only training, so the weighted rows begin bitwise where "both" does (their
+    seeds' parameters and evaluation data are its own), and another initialisation
+    does not."""
+    stored = ch.load_causes()
+    long = ch.load_long()
+    for name in ch.CAUSE_ROWS:
+        assert stored[name]["eval_steps"][-1] == ch.CAUSE_STEPS
+    both0 = np.array(long["both, L=20"]["copy_acc"])[:, 0]
+    for name in ("end weight 0.1", "end weight 0.3", "end weight 3"):
+        assert np.array_equal(np.array(stored[name]["copy_acc"])[:, 0], both0), name
+    assert not np.array_equal(np.array(stored["other init"]["copy_acc"])[:, 0], both0)

@@ -675,11 +675,13 @@ def delay_table(rows: dict, pairs=DELAY_PAIRS, levels=DELAY_LEVELS, short: int =
     return out
 
 
-def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: int = 300):
+def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: int = 300,
+                  labels: dict | None = None):
     """The fraction of runs still at or below ``level`` (copy accuracy) after each step,
     Kaplan-Meier, for each long row of ``names`` (default: every row of ``rows`` at
     L = 20), with the sweep's budget ``short`` marked: a curve that keeps falling after it
-    is a delay; one that flattens above 0 is runs that stall, as far as the budget shows."""
+    is a delay; one that flattens above 0 is runs that stall, as far as the budget shows.
+    ``labels``: row name -> its legend entry (default: the condition's short name)."""
     import matplotlib.pyplot as plt
 
     if names is None:
@@ -688,12 +690,17 @@ def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: i
         raise TypeError("names must be a non-empty list of long rows")
     _check_rows(rows, names, "long")
     level = check_real("level", level, 0.0, 1.0)
+    labels = {} if labels is None else labels
+    if not isinstance(labels, dict):
+        raise TypeError(f"labels must be a dict (row name -> legend entry); got "
+                        f"{type(labels).__name__}")
     fig, ax = plt.subplots(figsize=(4.6, 4.8), layout="constrained")
     for i, name in enumerate(names):
         t, s = kaplan_meier(*times_to_level(rows[name], level))
         end = float(rows[name]["eval_steps"][-1])
         cond, _, task = SWEEP_ROWS[name]
-        label = SHORT_LABELS[cond] + (", control" if task == "control" else "")
+        label = labels.get(name, SHORT_LABELS[cond] + (", control" if task == "control"
+                                                        else ""))
         ax.step(np.append(t, end), np.append(s, s[-1]), where="post", color=f"C{i}",
                 lw=1.6, label=label, ls=":" if task == "control" else "-")
     ax.axvline(short, color="0.4", lw=0.8, ls="--")
@@ -952,22 +959,24 @@ def init_or_data(rows: dict, level: float = SUCCESS_LEVEL, permutations: int = 1
 def draw_causes(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300):
     """Kaplan-Meier curves of the cause runs (:func:`cause_rows`): the runs not yet above
     ``level`` after each step, in two panels: the end token with the same parameters and
-    with the count given (left); the end step's loss weighted (right)."""
+    with the count given (top); the end step's loss weighted (bottom)."""
     import matplotlib.pyplot as plt
 
-    panels = (("the count given?", (("none, padded", "C0", "-", "no end token"),
-                                    ("both, L=20", "C3", "-", "end token"),
-                                    ("none, step index", "C0", ":", "none, step index"),
-                                    ("step index", "C3", ":", "end token, step index"),
-                                    ("front word", "C2", "--", "front word"))),
-              ("the end loss weighted", (("none, padded", "C0", "-", None),
-                                         ("end weight 0.1", "C1", "-", "weight 0.1"),
-                                         ("end weight 0.3", "C4", "-", "weight 0.3"),
-                                         ("both, L=20", "C3", "-", None),
-                                         ("end weight 3", "0.2", "-", "weight 3"))))
+    panels = (("end token, step index, front word", (
+                  ("none, padded", "C0", "-", "no end token"),
+                  ("both, L=20", "C3", "-", "end token"),
+                  ("none, step index", "C0", ":", "none, step index"),
+                  ("step index", "C3", ":", "end token, step index"),
+                  ("front word", "C2", "--", "front word"))),
+              ("the end step's loss weighted", (
+                  ("none, padded", "C0", "-", "no end token"),
+                  ("end weight 0.1", "C1", "-", "weight 0.1"),
+                  ("end weight 0.3", "C4", "-", "weight 0.3"),
+                  ("both, L=20", "C3", "-", "weight 1"),
+                  ("end weight 3", "0.2", "-", "weight 3"))))
     _check_rows(rows, [n for _, p in panels for n, *_ in p], "cause")
     level = check_real("level", level, 0.0, 1.0)
-    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.6), layout="constrained", sharey=True)
+    fig, axes = plt.subplots(2, 1, figsize=(4.6, 7.2), layout="constrained", sharex=True)
     for ax, (title, curves) in zip(axes, panels):
         for name, color, ls, label in curves:
             t, s = kaplan_meier(*times_to_level(rows[name], level))
@@ -975,7 +984,7 @@ def draw_causes(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300):
             ax.step(np.append(t, end), np.append(s, s[-1]), where="post", color=color,
                     ls=ls, lw=1.6, label=label)
         ax.axvline(short, color="0.4", lw=0.8, ls="--")
-        ax.set(title=title, xlabel="training step", ylim=(-0.02, 1.05))
+        ax.set(title=title, ylim=(-0.02, 1.05), ylabel=f"runs not yet above {level:g}")
         ax.legend(fontsize="small", loc="upper right")
-    axes[0].set_ylabel(f"runs not yet above {level:g}")
+    axes[1].set_xlabel("training step")
     return fig
