@@ -40,7 +40,7 @@ from ..training import OPTIMIZERS
 from .ch7_runs import END_BASE, SEEDS, EndTokenConfig, condition_config
 
 __all__ = ["CauseTask", "StepSeq2Seq", "CauseConfig", "CAUSE_ROWS", "CAUSE_STEPS",
-           "CAUSE_FILE", "OTHER_SEEDS", "cause_config", "CAUSES_STORED", "load_causes"]
+           "CAUSE_FILE", "OTHER_SEEDS", "SGD_LR", "cause_config", "CAUSES_STORED", "load_causes"]
 
 #: What seeds the step embedding of :class:`StepSeq2Seq` (added to each member's seed), so
 #: that every other parameter is drawn as in :class:`~attn_core.models.Seq2Seq`.
@@ -220,6 +220,10 @@ CAUSE_STEPS = 1000
 #: The seeds of the crossed runs' other half (other data for the same initialisations, and
 #: other initialisations for the same data).
 OTHER_SEEDS = tuple(range(1000, 1040))
+#: The rate of the SGD rows: tuned before they ran on "none, padded" alone, seeds 0-9,
+#: rates 0.1, 0.3, 1 and 3 (``benchmarks/ch7_end_token/sgd_tune.py``: 0, 0, 10 and 2 of 10
+#: above 0.95 by step 1,000).
+SGD_LR = 1.0
 #: The rows: name -> (chapter 7's condition, the fields of :class:`CauseConfig` that
 #: differ). Every row: L = 20, permutations, seeds 0-39 (run i paired with the long runs'
 #: run i), :data:`CAUSE_STEPS` steps.
@@ -234,6 +238,8 @@ CAUSE_ROWS = {
     "end weight 3": ("both", {"end_weight": 3.0}),
     "other data": ("both", {"data_seeds": OTHER_SEEDS}),
     "other init": ("both", {"seeds": OTHER_SEEDS, "data_seeds": SEEDS}),
+    "SGD, none, padded": ("none", {"spare_word": True, "optimizer": "sgd", "lr": SGD_LR}),
+    "SGD, both": ("both", {"optimizer": "sgd", "lr": SGD_LR}),
 }
 #: Where they are stored (``benchmarks/ch7_end_token/causes.py``).
 CAUSE_FILE = Path(__file__).with_name("data") / "ch7_causes.json"

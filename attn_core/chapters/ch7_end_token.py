@@ -43,7 +43,8 @@ from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        load_adam_push)
 # the cause runs, re-exported (every name of ch7_causes.__all__)
 from .ch7_causes import (CauseTask, StepSeq2Seq, CauseConfig, CAUSE_ROWS, CAUSE_STEPS,
-                         CAUSE_FILE, OTHER_SEEDS, cause_config, CAUSES_STORED, load_causes)
+                         CAUSE_FILE, OTHER_SEEDS, SGD_LR, cause_config, CAUSES_STORED,
+                         load_causes)
 
 __all__ = [*ch7_runs.__all__, *ch7_causes.__all__, "successes", "compare", "shares_initialisation",
            "ablation_tests", "ABLATION_GROUPS", "LABELS",
