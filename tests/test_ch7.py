@@ -355,18 +355,26 @@ def test_check_live_refuses_what_stored_run_did_not_check():
 def test_first_seeds_p_tests_the_first_n_seeds_of_each_row():
     from attn_core.metrics import fisher_exact
 
+    from attn_core.stats import mcnemar
+
     rows = ch.load_sweep()
     got = ch.first_seeds_p(rows, 10)
+    paired = 0
     for label, a, b in ch.SEED_COMPARISONS:
-        k = [int((np.array(rows[r]["copy_acc"])[:10, -1] > ch.SUCCESS_LEVEL).sum())
-             for r in (a, b)]
-        assert got[label] == fisher_exact(k[0], 10, k[1], 10)
+        ok = [np.array(rows[r]["copy_acc"])[:10, -1] > ch.SUCCESS_LEVEL for r in (a, b)]
+        if ch.shares_initialisation(a, b):        # run i of a and of b: one seed's start
+            paired += 1
+            assert got[label] == mcnemar(*ok)["p"]
+        else:
+            assert got[label] == fisher_exact(int(ok[0].sum()), 10, int(ok[1].sum()), 10)
+    assert 0 < paired < len(ch.SEED_COMPARISONS)
     whole = ch.first_seeds_p(rows, 40)
-    assert whole["none vs both"] == ch.compare(rows, "none, L=20",
-                                                             "both, L=20")["p"]
+    for label, a, b in ch.SEED_COMPARISONS:          # the whole rows: compare's tests
+        assert whole[label] == ch.compare(rows, a, b)["p"], label
     seen = []
     ch.first_seeds_p(rows, 7, lambda *a: seen.append(a) or 0.5)
-    assert all(a[1] == a[3] == 7 for a in seen) and len(seen) == len(ch.SEED_COMPARISONS)
+    assert all(a[1] == a[3] == 7 for a in seen)
+    assert len(seen) == len(ch.SEED_COMPARISONS) - paired
     with pytest.raises(ValueError, match=r"^n must be"):
         ch.first_seeds_p(rows, 41)
     with pytest.raises(TypeError, match=r"^p_fn must be callable"):

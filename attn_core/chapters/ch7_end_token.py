@@ -52,8 +52,8 @@ __all__ = [*ch7_runs.__all__, *ch7_causes.__all__, "successes", "compare", "shar
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
            "HELD_OUT_MIN_AUC", "DELAY_LEVELS", "DELAY_PAIRS", "times_to_level",
-           "delay_table", "draw_survival", "adam_push_table", "CAUSE_PAIRS", "upto",
-           "cause_rows", "shares_start", "cause_table", "format_cause_table",
+           "delay_table", "draw_survival", "adam_push_table", "CAUSE_PAIRS", "SGD_PAIRS",
+           "upto", "cause_rows", "shares_start", "cause_table", "format_cause_table",
            "COUNTING_ROWS", "counting_test", "init_or_data", "draw_causes"]
 
 
@@ -421,7 +421,9 @@ SEED_COMPARISONS = (
 
 def first_seeds_p(rows: dict, n: int, p_fn=fisher_exact) -> dict:
     """Each of :data:`SEED_COMPARISONS` on the first ``n`` seeds of its two rows only:
-    label -> ``p_fn(k_a, n, k_b, n)`` (default Fisher's exact two-sided test)."""
+    label -> its two-sided p. Rows that :func:`shares_initialisation` are paired run by
+    run: McNemar's exact test on their first ``n`` seeds; the others get
+    ``p_fn(k_a, n, k_b, n)`` (default Fisher's exact test)."""
     n = check_int("n", n, 1, len(SEEDS))
     if not callable(p_fn):
         raise TypeError(f"p_fn must be callable (k1, n1, k2, n2) -> p; got "
@@ -432,16 +434,20 @@ def first_seeds_p(rows: dict, n: int, p_fn=fisher_exact) -> dict:
         raise ValueError(f"n must be at most the {runs} runs the compared rows hold; got {n}")
     out = {}
     for label, a, b in SEED_COMPARISONS:
-        k = [int((np.asarray(rows[r]["copy_acc"], dtype=float)[:n, -1]
-                  > SUCCESS_LEVEL).sum()) for r in (a, b)]
-        out[label] = float(p_fn(k[0], n, k[1], n))
+        ok = [np.asarray(rows[r]["copy_acc"], dtype=float)[:n, -1] > SUCCESS_LEVEL
+              for r in (a, b)]
+        if shares_initialisation(a, b):
+            out[label] = float(mcnemar(*ok)["p"])
+        else:
+            out[label] = float(p_fn(int(ok[0].sum()), n, int(ok[1].sum()), n))
     return out
 
 
 def draw_seeds(rows: dict, n: int, p_fn=fisher_exact):
     """The p of each of :data:`SEED_COMPARISONS` had the chapter trained only the first
-    ``n`` seeds of every condition (:func:`first_seeds_p`), as bars on a log scale against
-    the 0.05 and 0.001 levels."""
+    ``n`` seeds of every condition (:func:`first_seeds_p`: paired where the rows share
+    initialisations, marked *), as bars on a log scale against the 0.05 and 0.001
+    levels."""
     import matplotlib.pyplot as plt
 
     ps = first_seeds_p(rows, n, p_fn)
@@ -452,9 +458,10 @@ def draw_seeds(rows: dict, n: int, p_fn=fisher_exact):
     ax.barh(y, -np.log10(vals), color=["C0" if p <= 0.05 else "0.7" for p in vals])
     for level, style in ((0.05, "--"), (0.001, ":")):
         ax.axvline(-np.log10(level), color="k", ls=style, lw=1, label=f"p = {level:g}")
-    ax.set_yticks(y, labels)
+    paired = {label for label, a, b in SEED_COMPARISONS if shares_initialisation(a, b)}
+    ax.set_yticks(y, [f"{k} *" if k in paired else k for k in labels])
     ax.invert_yaxis()
-    ax.set(xlim=(0, 10), xlabel="−log₁₀ p (Fisher, two-sided)",
+    ax.set(xlim=(0, 10), xlabel="−log₁₀ p (two-sided; * paired: McNemar)",
            title=f"the first {n} seeds of each condition")
     fig.legend(loc="outside lower center", ncols=2)
     ax.grid(axis="y", visible=False)
@@ -767,6 +774,10 @@ CAUSE_PAIRS = (
     ("end weight 0.3", "both, L=20"),
     ("end weight 3", "both, L=20"),
 )
+
+#: The optimiser's comparison, its own family: the end token's cost under plain SGD at the
+#: tuned rate, each seed's parameters the same.
+SGD_PAIRS = (("SGD, none, padded", "SGD, both"),)
 
 
 def upto(row: dict, step: int) -> dict:
