@@ -446,7 +446,7 @@ def first_seeds_p(rows: dict, n: int, p_fn=fisher_exact) -> dict:
 def draw_seeds(rows: dict, n: int, p_fn=fisher_exact):
     """The p of each of :data:`SEED_COMPARISONS` had the chapter trained only the first
     ``n`` seeds of every condition (:func:`first_seeds_p`: paired where the rows share
-    initialisations, marked *), as bars on a log scale against the 0.05 and 0.001
+    initialisations, hatched), as bars on a log scale against the 0.05 and 0.001
     levels."""
     import matplotlib.pyplot as plt
 
@@ -455,13 +455,14 @@ def draw_seeds(rows: dict, n: int, p_fn=fisher_exact):
     labels = list(ps)
     y = np.arange(len(labels))
     vals = np.clip([ps[k] for k in labels], 1e-12, 1)
-    ax.barh(y, -np.log10(vals), color=["C0" if p <= 0.05 else "0.7" for p in vals])
+    paired = [shares_initialisation(a, b) for _, a, b in SEED_COMPARISONS]
+    ax.barh(y, -np.log10(vals), color=["C0" if p <= 0.05 else "0.7" for p in vals],
+            hatch=["//" if pr else "" for pr in paired], edgecolor="white")
     for level, style in ((0.05, "--"), (0.001, ":")):
         ax.axvline(-np.log10(level), color="k", ls=style, lw=1, label=f"p = {level:g}")
-    paired = {label for label, a, b in SEED_COMPARISONS if shares_initialisation(a, b)}
-    ax.set_yticks(y, [f"{k} *" if k in paired else k for k in labels])
+    ax.set_yticks(y, labels)
     ax.invert_yaxis()
-    ax.set(xlim=(0, 10), xlabel="−log₁₀ p (two-sided; * paired: McNemar)",
+    ax.set(xlim=(0, 10), xlabel="−log₁₀ p (hatched: paired, McNemar)",
            title=f"the first {n} seeds of each condition")
     fig.legend(loc="outside lower center", ncols=2)
     ax.grid(axis="y", visible=False)
