@@ -330,3 +330,25 @@ def test_the_stored_cause_rows_are_their_configurations_and_begin_alike():
     for name in ("end weight 0.1", "end weight 0.3", "end weight 3"):
         assert np.array_equal(np.array(stored[name]["copy_acc"])[:, 0], both0), name
     assert not np.array_equal(np.array(stored["other init"]["copy_acc"])[:, 0], both0)
+
+
+def test_the_mark_reaches_the_last_step_only_and_changes_nothing_else():
+    base = Seq2Seq(10, 8, 8, seeds=[0, 1])
+    marked = ch.FlagSeq2Seq(10, 8, 8, seeds=[0, 1])
+    pb = dict(base.named_parameters())
+    assert all(torch.equal(p, pb[k]) for k, p in marked.named_parameters() if k != "flag")
+    src = torch.randint(0, 9, (2, 3, 4))
+    tgt = torch.randint(0, 9, (2, 3, 5))
+    a, b = marked(src, tgt)["logits"], base(src, tgt)["logits"]
+    assert torch.equal(a[..., :-1, :], b[..., :-1, :])       # causal: earlier steps alike
+    assert not torch.allclose(a[..., -1, :], b[..., -1, :])
+    with torch.no_grad():
+        marked.flag.zero_()
+    assert torch.equal(marked(src, tgt)["logits"], b)
+    cfg = ch.cause_config("end step marked")
+    assert isinstance(cfg, ch.FlagConfig) and cfg.end_flag and cfg.eos
+    assert ch.shares_start("end step marked", "both, L=20")
+    with pytest.raises(TypeError, match="FlagConfig.end_flag"):
+        replace(cfg, end_flag=1)
+    with pytest.raises(ValueError, match="step_input"):
+        replace(cfg, step_input=True).model_fn(cfg.task())

@@ -404,6 +404,8 @@ API = [
      dict(spare_word=BOOL, front_word=BOOL, end_weight=Real(0, low_open=True),
           mask_end_words=BOOL, step_input=BOOL, optimizer=Choice("adam", "sgd"),
           length=Int(1), steps=Int(1), lr=Real(0, low_open=True))),
+    ("ch7_end_token.FlagConfig", _get("ch7_end_token.FlagConfig"), dict(),
+     dict(end_flag=BOOL, end_weight=Real(0, low_open=True), optimizer=Choice("adam", "sgd"))),
     ("ch7_end_token.cause_config", _get("ch7_end_token.cause_config"),
      dict(row="front word"), dict(row=Choice(*CAUSES7))),
     ("ch7_end_token.EndTransformerConfig", _get("ch7_end_token.EndTransformerConfig"), dict(),

@@ -39,7 +39,7 @@ from ..stacked import generators, normal_init, stacked_parameter
 from ..training import OPTIMIZERS
 from .ch7_runs import END_BASE, SEEDS, EndTokenConfig, condition_config
 
-__all__ = ["CauseTask", "StepSeq2Seq", "CauseConfig", "CAUSE_ROWS", "CAUSE_STEPS",
+__all__ = ["CauseTask", "StepSeq2Seq", "FlagSeq2Seq", "CauseConfig", "FlagConfig", "CAUSE_ROWS", "CAUSE_STEPS",
            "CAUSE_FILE", "OTHER_SEEDS", "SGD_LR", "cause_config", "CAUSES_STORED", "load_causes"]
 
 #: What seeds the step embedding of :class:`StepSeq2Seq` (added to each member's seed), so
@@ -148,6 +148,31 @@ class StepSeq2Seq(Seq2Seq):
         return enc, dec
 
 
+class FlagSeq2Seq(Seq2Seq):
+    """:class:`~attn_core.models.Seq2Seq` whose decoder reads a mark at its last step: a
+    learned vector ``f`` (N(0, 1) at initialisation, as a word's) added to the embedding of
+    its input there, and nowhere else. It tells the last step apart from the others
+    without giving its attention anywhere new to go. ``f`` is drawn from each member's seed
+    plus :data:`FLAG_SALT`, so every other parameter starts as in ``Seq2Seq``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        gens = generators([s + FLAG_SALT for s in self.seeds])
+        self.flag = stacked_parameter(gens, (self.embed,), normal_init(1.0))
+
+    def _states(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        enc, state = self.encoder(self.emb(src))
+        x = (self.emb if self.dec_emb is None else self.dec_emb)(tgt_in)
+        last = torch.zeros(tgt_in.shape[-1], 1, dtype=x.dtype, device=x.device)
+        last[-1] = 1.0
+        dec, _ = self.decoder(x + last * self.flag[:, None, None, :], state)
+        return enc, dec
+
+
+#: What seeds the mark of :class:`FlagSeq2Seq` (added to each member's seed).
+FLAG_SALT = 733_819
+
+
 @dataclass(frozen=True)
 class CauseConfig(EndTokenConfig):
     """:class:`~attn_core.chapters.ch7_end_token.EndTokenConfig` with the options of
@@ -214,6 +239,35 @@ class CauseConfig(EndTokenConfig):
         return seeds, (None if self.data_seeds is None else list(self.data_seeds)), None
 
 
+@dataclass(frozen=True)
+class FlagConfig(CauseConfig):
+    """:class:`CauseConfig` whose decoder reads a mark at its last step
+    (:class:`FlagSeq2Seq`, with ``end_flag``): with the end token in the target, the end
+    step is marked."""
+
+    name = "endtok-flag"
+
+    end_flag: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.end_flag, bool):
+            raise TypeError(f"{type(self).__name__}.end_flag must be True or False; got "
+                            f"{self.end_flag!r}")
+        super().__post_init__()
+
+    def label(self, task) -> str:
+        return f"{super().label(task)}{' end step marked' if self.end_flag else ''}"
+
+    def model_fn(self, task):
+        base = super().model_fn(task)
+        if not self.end_flag:
+            return base
+        if base.func is not Seq2Seq:
+            raise ValueError(f"{type(self).__name__}.end_flag marks chapter 4's Seq2Seq; "
+                             f"it does not combine with step_input")
+        return functools.partial(FlagSeq2Seq, *base.args, **base.keywords)
+
+
 #: How long the cause runs train: 1,000 steps (evaluations every 20), so that each is read as
 #: a time to the level, paired with the first 1,000 steps of chapter 7's long runs.
 CAUSE_STEPS = 1000
@@ -240,6 +294,7 @@ CAUSE_ROWS = {
     "other init": ("both", {"seeds": OTHER_SEEDS, "data_seeds": SEEDS}),
     "SGD, none, padded": ("none", {"spare_word": True, "optimizer": "sgd", "lr": SGD_LR}),
     "SGD, both": ("both", {"optimizer": "sgd", "lr": SGD_LR}),
+    "end step marked": ("both", {"end_flag": True}),
 }
 #: Where they are stored (``benchmarks/ch7_end_token/causes.py``).
 CAUSE_FILE = Path(__file__).with_name("data") / "ch7_causes.json"
@@ -252,7 +307,8 @@ def cause_config(row: str, seeds: Sequence[int] | None = None) -> CauseConfig:
     row = check_choice("row", row, tuple(CAUSE_ROWS))
     name, fields = CAUSE_ROWS[row]
     base = END_BASE.fast
-    base = CauseConfig(**{f: getattr(base, f) for f in EndTokenConfig.__dataclass_fields__})
+    kind = FlagConfig if "end_flag" in fields else CauseConfig
+    base = kind(**{f: getattr(base, f) for f in EndTokenConfig.__dataclass_fields__})
     cfg = replace(condition_config(name, 20, "permutation", None,
                                    replace(base, steps=CAUSE_STEPS)), **fields)
     if seeds is None:

@@ -42,7 +42,8 @@ from .ch7_runs import (EndTokenConfig, END_BASE, CONDITIONS, LENGTHS, SEEDS,
                        ADAM_PUSH_FILE, adam_push_config, ADAM_PUSH_STORED,
                        load_adam_push)
 # the cause runs, re-exported (every name of ch7_causes.__all__)
-from .ch7_causes import (CauseTask, StepSeq2Seq, CauseConfig, CAUSE_ROWS, CAUSE_STEPS,
+from .ch7_causes import (CauseTask, StepSeq2Seq, FlagSeq2Seq, CauseConfig, FlagConfig,
+                         CAUSE_ROWS, CAUSE_STEPS,
                          CAUSE_FILE, OTHER_SEEDS, SGD_LR, cause_config, CAUSES_STORED,
                          load_causes)
 
@@ -52,7 +53,7 @@ __all__ = [*ch7_runs.__all__, *ch7_causes.__all__, "successes", "compare", "shar
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
            "HELD_OUT_MIN_AUC", "DELAY_LEVELS", "DELAY_PAIRS", "times_to_level",
-           "delay_table", "draw_survival", "adam_push_table", "CAUSE_PAIRS", "SGD_PAIRS",
+           "delay_table", "draw_survival", "adam_push_table", "CAUSE_PAIRS", "SGD_PAIRS", "MARK_PAIRS",
            "upto", "cause_rows", "shares_start", "cause_table", "format_cause_table",
            "COUNTING_ROWS", "counting_test", "init_or_data", "draw_causes"]
 
@@ -779,6 +780,10 @@ CAUSE_PAIRS = (
 #: The optimiser's comparison, its own family: the end token's cost under plain SGD at the
 #: tuned rate, each seed's parameters the same.
 SGD_PAIRS = (("SGD, none, padded", "SGD, both"),)
+#: The test §7 names for the reading that fits §6, its own family: the end step marked
+#: (told apart from the copied steps, no new place to attend) against the end token
+#: unmarked and against no end token, each seed's other parameters the same.
+MARK_PAIRS = (("end step marked", "both, L=20"), ("none, padded", "end step marked"))
 
 
 def upto(row: dict, step: int) -> dict:
