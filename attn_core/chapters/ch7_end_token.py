@@ -885,13 +885,13 @@ def format_cause_table(table: list) -> str:
     if not isinstance(table, list) or not all(isinstance(e, dict) and keys <= set(e)
                                               for e in table):
         raise TypeError("table must be what cause_table returns (a list of its entries)")
-    lines = [f"{'a':19s} {'vs b':12s} {'300':>5s} {'end':>5s} {'d at 300':>17s} "
+    lines = [f"{'a':18s} {'vs b':15s} {'300':>5s} {'end':>5s} {'d at 300':>17s} "
              f"{'p300':>5s} {'ptime':>5s}"]
     for e in table:
         d, (lo, hi) = e["d"], e["d_ci"]
         diff = f"{d:+.2f} [{lo:+.2f},{hi:+.2f}]".replace("0.", ".")
         b = e["b"].removesuffix(", L=20")
-        lines.append(f"{e['a']:19s} {b:12s} {e['a_short']:>2d}:{e['b_short']:<2d} "
+        lines.append(f"{e['a']:18s} {b:15s} {e['a_short']:>2d}:{e['b_short']:<2d} "
                      f"{e['a_end']:>2d}:{e['b_end']:<2d} {diff:>17s} "
                      f"{_p(e['p_short_holm']):>5s} {_p(e['p_time_holm']):>5s}")
     return "\n".join(lines)
