@@ -889,12 +889,17 @@ def format_cause_table(table: list) -> str:
              f"{'p300':>5s} {'ptime':>5s}"]
     for e in table:
         d, (lo, hi) = e["d"], e["d_ci"]
-        diff = f"{d:+.2f} [{lo:+.2f},{hi:+.2f}]".replace("0.", ".")
+        diff = f"{_signed(d)} [{_signed(lo)},{_signed(hi)}]"
         b = e["b"].removesuffix(", L=20")
         lines.append(f"{e['a']:18s} {b:15s} {e['a_short']:>2d}:{e['b_short']:<2d} "
                      f"{e['a_end']:>2d}:{e['b_end']:<2d} {diff:>17s} "
                      f"{_p(e['p_short_holm']):>5s} {_p(e['p_time_holm']):>5s}")
     return "\n".join(lines)
+
+
+def _signed(x: float) -> str:
+    """``x`` in [-1, 1] in four characters: "+.38", "-.05", "+1.0"."""
+    return f"{x:+.1f}" if abs(x) >= 0.995 else f"{x:+.2f}".replace("0.", ".")
 
 
 def _p(p: float) -> str:
