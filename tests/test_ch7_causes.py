@@ -304,7 +304,8 @@ def test_the_cause_figures_draw_the_stored_rows_with_their_labels():
     fig = ch.draw_causes(causes)
     top, bottom = fig.axes[:2]
     assert [t.get_text() for t in top.get_legend().get_texts()][-1] == "front word"
-    assert "weight 3" in [t.get_text() for t in bottom.get_legend().get_texts()]
+    assert [t.get_text() for t in bottom.get_legend().get_texts()] == ["none", "0.1", "0.3",
+                                                                        "1", "3"]
     plt.close(fig)
     long = ch.load_long()
     fig = ch.draw_survival(long, ["both, L=20"], labels={"both, L=20": "permutations"})

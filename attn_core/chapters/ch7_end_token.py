@@ -988,18 +988,18 @@ def draw_causes(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300):
     panels = (("end token, step index, front word", (
                   ("none, padded", "C0", "-", "no end token"),
                   ("both, L=20", "C3", "-", "end token"),
-                  ("none, step index", "C0", ":", "none, step index"),
-                  ("step index", "C3", ":", "end token, step index"),
+                  ("none, step index", "C0", ":", "none + index"),
+                  ("step index", "C3", ":", "end + index"),
                   ("front word", "C2", "--", "front word"))),
               ("the end step's loss weighted", (
-                  ("none, padded", "C0", "-", "no end token"),
-                  ("end weight 0.1", "C1", "-", "weight 0.1"),
-                  ("end weight 0.3", "C4", "-", "weight 0.3"),
-                  ("both, L=20", "C3", "-", "weight 1"),
-                  ("end weight 3", "0.2", "-", "weight 3"))))
+                  ("none, padded", "C0", "-", "none"),
+                  ("end weight 0.1", "C1", "-", "0.1"),
+                  ("end weight 0.3", "C4", "-", "0.3"),
+                  ("both, L=20", "C3", "-", "1"),
+                  ("end weight 3", "0.2", "-", "3"))))
     _check_rows(rows, [n for _, p in panels for n, *_ in p], "cause")
     level = check_real("level", level, 0.0, 1.0)
-    fig, axes = plt.subplots(2, 1, figsize=(4.6, 7.2), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(4.6, 7.6), layout="constrained", sharex=True)
     for ax, (title, curves) in zip(axes, panels):
         for name, color, ls, label in curves:
             t, s = kaplan_meier(*times_to_level(rows[name], level))
@@ -1008,6 +1008,6 @@ def draw_causes(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300):
                     ls=ls, lw=1.6, label=label)
         ax.axvline(short, color="0.4", lw=0.8, ls="--")
         ax.set(title=title, ylim=(-0.02, 1.05), ylabel=f"runs not yet above {level:g}")
-        ax.legend(fontsize="small", loc="upper right")
+        ax.legend(loc="upper right", handlelength=1.6, borderaxespad=0.2)
     axes[1].set_xlabel("training step")
     return fig

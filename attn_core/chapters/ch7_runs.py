@@ -343,7 +343,7 @@ def sweep_config(row: str, seeds: Sequence[int] | None = None) -> EndTokenConfig
 #: evaluation's :data:`ROW_METRICS` and :data:`ROW_PROBES` (each (seeds, evaluations), to 4
 #: decimals). ``SWEEP_STORED.load()`` checks the package's file against the manifest and
 #: every row against its configuration; with ``ATTN_STORED=off`` it trains every row now:
-#: 23 x 40 runs, about half an hour on two cores (cached).
+#: 27 x 40 runs, about 50 minutes on two cores (cached).
 SWEEP_STORED = RowFamily(SWEEP_FILE, "python benchmarks/ch7_end_token/sweep.py --force",
                   tuple(SWEEP_ROWS), sweep_config, EndTokenConfig,
                   {k: k for k in ROW_METRICS + ROW_PROBES})
