@@ -399,8 +399,13 @@ class Seq2Seq(Seq2SeqObjective, StackedModule):
     def _states(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder states (S, B, L, H) and teacher-forced decoder states (S, B, T, H)."""
         enc, state = self.encoder(self.emb(src))
-        dec, _ = self.decoder((self.emb if self.dec_emb is None else self.dec_emb)(tgt_in), state)
+        dec, _ = self.decoder(self._decoder_inputs(tgt_in), state)
         return enc, dec
+
+    def _decoder_inputs(self, tgt_in: Tensor) -> Tensor:
+        """What the decoder reads at each step (S, B, T, E): the embedding of ``tgt_in``
+        (a subclass may add to it, as chapter 7's step-index and end-mark models do)."""
+        return (self.emb if self.dec_emb is None else self.dec_emb)(tgt_in)
 
     def position_contexts(self, enc: Tensor) -> Tensor:
         """The context c_t if every head attended only to source position l: (S, B, L, H)

@@ -137,15 +137,12 @@ class StepSeq2Seq(Seq2Seq):
         gens = generators([s + STEP_EMBEDDING_SALT for s in self.seeds])
         self.step_emb = stacked_parameter(gens, (max_steps, self.embed), normal_init(1.0))
 
-    def _states(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+    def _decoder_inputs(self, tgt_in: Tensor) -> Tensor:
         T = tgt_in.shape[-1]
         if T > self.step_emb.shape[1]:
             raise ValueError(f"tgt_in has {T} steps; this model reads at most "
                              f"{self.step_emb.shape[1]} (max_steps)")
-        enc, state = self.encoder(self.emb(src))
-        x = (self.emb if self.dec_emb is None else self.dec_emb)(tgt_in)
-        dec, _ = self.decoder(x + self.step_emb[:, None, :T, :], state)
-        return enc, dec
+        return super()._decoder_inputs(tgt_in) + self.step_emb[:, None, :T, :]
 
 
 class FlagSeq2Seq(Seq2Seq):
@@ -160,13 +157,11 @@ class FlagSeq2Seq(Seq2Seq):
         gens = generators([s + FLAG_SALT for s in self.seeds])
         self.flag = stacked_parameter(gens, (self.embed,), normal_init(1.0))
 
-    def _states(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
-        enc, state = self.encoder(self.emb(src))
-        x = (self.emb if self.dec_emb is None else self.dec_emb)(tgt_in)
+    def _decoder_inputs(self, tgt_in: Tensor) -> Tensor:
+        x = super()._decoder_inputs(tgt_in)
         last = torch.zeros(tgt_in.shape[-1], 1, dtype=x.dtype, device=x.device)
         last[-1] = 1.0
-        dec, _ = self.decoder(x + last * self.flag[:, None, None, :], state)
-        return enc, dec
+        return x + last * self.flag[:, None, None, :]
 
 
 #: What seeds the mark of :class:`FlagSeq2Seq` (added to each member's seed).

@@ -18,8 +18,8 @@ from typing import Sequence
 import numpy as np
 
 from ..checks import check_choice, check_int, check_real
-from ..metrics import (auc_null, fisher_exact, newcombe_interval, outcome_auc, row_successes,
-                       wilson_interval)
+from ..metrics import (auc_null, fisher_exact, newcombe_interval, outcome_auc,
+                       rank_correlation, row_successes, wilson_interval)
 from ..stats import (holm, kaplan_meier, logrank, mcnemar, paired_difference, paired_order,
                      time_to_level)
 from . import ch7_causes, ch7_runs
@@ -76,8 +76,16 @@ def shares_initialisation(a: str, b: str) -> bool:
     paired: run i of one and run i of the other share a seed's initialisation."""
     for name, label in ((a, "a"), (b, "b")):
         check_choice(label, name, tuple(SWEEP_ROWS))
-    ca, cb = sweep_config(a), sweep_config(b)
-    return ca.seeds == cb.seeds and ca.task().model_vocab == cb.task().model_vocab
+    return _same_start(sweep_config(a), sweep_config(b))
+
+
+def _same_start(ca, cb) -> bool:
+    """Whether configurations ``ca`` and ``cb`` start each run from the same parameters and
+    data: the same seeds, the same data seeds (a config without ``data_seeds`` draws its
+    data from its seeds) and the same model vocabulary."""
+    data = [getattr(c, "data_seeds", None) or c.seeds for c in (ca, cb)]
+    return (ca.seeds == cb.seeds and data[0] == data[1]
+            and ca.task().model_vocab == cb.task().model_vocab)
 
 
 def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL,
@@ -685,6 +693,14 @@ def delay_table(rows: dict, pairs=DELAY_PAIRS, levels=DELAY_LEVELS, short: int =
     return out
 
 
+def _km_curve(ax, row: dict, level: float, **style) -> None:
+    """Draw on ``ax`` the Kaplan-Meier curve of stored row ``row``'s times to ``level``,
+    held flat to its last evaluation (``style``: the line's colour, style and label)."""
+    t, s = kaplan_meier(*times_to_level(row, level))
+    end = float(row["eval_steps"][-1])
+    ax.step(np.append(t, end), np.append(s, s[-1]), where="post", lw=1.6, **style)
+
+
 def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: int = 300,
                   labels: dict | None = None):
     """The fraction of runs still at or below ``level`` (copy accuracy) after each step,
@@ -706,13 +722,11 @@ def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: i
                         f"{type(labels).__name__}")
     fig, ax = plt.subplots(figsize=(4.6, 4.8), layout="constrained")
     for i, name in enumerate(names):
-        t, s = kaplan_meier(*times_to_level(rows[name], level))
-        end = float(rows[name]["eval_steps"][-1])
         cond, _, task = SWEEP_ROWS[name]
         label = labels.get(name, SHORT_LABELS[cond] + (", control" if task == "control"
                                                         else ""))
-        ax.step(np.append(t, end), np.append(s, s[-1]), where="post", color=f"C{i}",
-                lw=1.6, label=label, ls=":" if task == "control" else "-")
+        _km_curve(ax, rows[name], level, color=f"C{i}", label=label,
+                  ls=":" if task == "control" else "-")
     ax.axvline(short, color="0.4", lw=0.8, ls="--")
     ax.text(short, 1.02, f" step {short}", color="0.4", va="bottom")
     ax.set(xlabel="training step", ylim=(-0.02, 1.08),
@@ -800,7 +814,7 @@ def upto(row: dict, step: int) -> dict:
     out["eval_steps"] = [int(s) for s in steps[:keep]]
     for key, value in row.items():
         a = np.asarray(value) if isinstance(value, list) else None
-        if a is not None and a.ndim == 2 and a.shape[1] == steps.size and key != "config":
+        if a is not None and a.ndim == 2 and a.shape[1] == steps.size:
             out[key] = a[:, :keep].tolist()
     return out
 
@@ -828,10 +842,7 @@ def shares_start(a: str, b: str) -> bool:
     parameter as it was). Such rows are compared paired."""
     for name, label in ((a, "a"), (b, "b")):
         check_choice(label, name, (*CAUSE_ROWS, *LONG_ROWS))
-    ca, cb = _config_of(a), _config_of(b)
-    data = [getattr(c, "data_seeds", None) or c.seeds for c in (ca, cb)]
-    return (ca.seeds == cb.seeds and data[0] == data[1]
-            and ca.task().model_vocab == cb.task().model_vocab)
+    return _same_start(_config_of(a), _config_of(b))
 
 
 def cause_table(rows: dict, pairs=CAUSE_PAIRS, level: float = SUCCESS_LEVEL,
@@ -851,15 +862,14 @@ def cause_table(rows: dict, pairs=CAUSE_PAIRS, level: float = SUCCESS_LEVEL,
         paired = shares_start(a, b)
         entry = {"a": a, "b": b, "paired": paired}
         times = {}
+        at_short = {n: upto(rows[n], short) for n in (a, b)}
         for side, name in (("a", a), ("b", b)):
-            row = rows[name]
-            t, r = times_to_level(row, level)
+            t, r = times_to_level(rows[name], level)
             times[side] = (t, r)
-            entry[side + "_short"] = successes(upto(row, short), level)[0]
+            entry[side + "_short"] = successes(at_short[name], level)[0]
             entry[side + "_end"] = int(r.sum())
             entry[side + "_median"] = float(np.median(t[r])) if r.any() else None
         entry["runs"] = int(times["a"][0].size)
-        at_short = {n: upto(rows[n], short) for n in (a, b)}
         c = compare(at_short, a, b, level, paired=paired)
         entry.update(d=c["d"], d_ci=c["d_ci"], p_short=c["p"], test_short=c["test"])
         if paired:
@@ -941,17 +951,6 @@ def counting_test(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300,
             "runs": int(d.size)}
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their mean rank."""
-    order = np.argsort(x, kind="stable")
-    r = np.empty(x.size)
-    r[order] = np.arange(1, x.size + 1)
-    for v in np.unique(x):
-        tie = x == v
-        r[tie] = r[tie].mean()
-    return r
-
-
 def init_or_data(rows: dict, level: float = SUCCESS_LEVEL, permutations: int = 10_000,
                  seed: int = 0) -> dict:
     """Does a seed's initialisation or its data decide its run? The Spearman correlation of
@@ -964,16 +963,16 @@ def init_or_data(rows: dict, level: float = SUCCESS_LEVEL, permutations: int = 1
     permutations = check_int("permutations", permutations, 100)
     g = np.random.default_rng(check_int("seed", seed, 0))
 
-    def later(name):
+    def later(name):      # a censored run: one evaluation after the row's last
         t, r = times_to_level(rows[name], level)
-        return np.where(r, t, np.inf)
+        return np.where(r, t, rows[name]["eval_steps"][-1] + 1)
 
-    ref = _ranks(later("both, L=20"))
+    ref = later("both, L=20")
     out = {}
     for name, key in (("other data", "same_init"), ("other init", "same_data")):
-        x = _ranks(later(name))
-        rho = float(np.corrcoef(ref, x)[0, 1])
-        null = np.array([np.corrcoef(ref, g.permutation(x))[0, 1]
+        x = later(name)
+        rho = rank_correlation(ref, x)
+        null = np.array([rank_correlation(ref, g.permutation(x))
                          for _ in range(permutations)])
         out[key] = {"rho": rho, "p": float((1 + (null >= rho).sum()) / (1 + permutations))}
     return out
@@ -1002,10 +1001,7 @@ def draw_causes(rows: dict, level: float = SUCCESS_LEVEL, short: int = 300):
     fig, axes = plt.subplots(2, 1, figsize=(4.6, 7.6), layout="constrained", sharex=True)
     for ax, (title, curves) in zip(axes, panels):
         for name, color, ls, label in curves:
-            t, s = kaplan_meier(*times_to_level(rows[name], level))
-            end = float(rows[name]["eval_steps"][-1])
-            ax.step(np.append(t, end), np.append(s, s[-1]), where="post", color=color,
-                    ls=ls, lw=1.6, label=label)
+            _km_curve(ax, rows[name], level, color=color, ls=ls, label=label)
         ax.axvline(short, color="0.4", lw=0.8, ls="--")
         ax.set(title=title, ylim=(-0.02, 1.05), ylabel=f"runs not yet above {level:g}")
         ax.legend(loc="upper right", handlelength=1.6, borderaxespad=0.2)
