@@ -28,11 +28,12 @@ from . import ch4_copy as ch4
 from . import ch5_multihead as ch5
 from . import ch6_transformer as ch6
 from . import ch7_end_token as ch7
-from .ch7_runs import END_BASE, EndTokenConfig, _first_step, _step0, sweep_config
+from .ch7_runs import END_BASE, EndTokenConfig, sweep_config
 
 __all__ = ["Condition", "conditions", "FAMILIES", "BUDGET", "HELD_OUT_ROWS",
            "HELD_OUT_SEEDS", "held_out_config", "load_held_out_runs", "PUSH_ROWS",
-           "score_push_config", "load_scorecard_pushes", "PREDICTIONS_FILE"]
+           "score_push_config", "load_scorecard_pushes", "PREDICTIONS_FILE",
+           "held_out_conditions"]
 
 #: The budget of chapter 7's rows (chapter 4's fast budget): rows trained longer (the
 #: causes, 1,000 steps) are read up to it, as chapter 7 reads them.
@@ -72,6 +73,12 @@ class Condition:
     attention: str = "learned"
     notes: str = ""
     per_run: bool = True
+
+    def __post_init__(self):
+        ok = np.asarray(self.ok)
+        if ok.dtype != bool or ok.ndim != 1 or ok.size < 1:
+            raise TypeError(f"Condition.ok must be a 1-D bool array of at least one run; got "
+                            f"{ok.dtype} of shape {ok.shape}")
 
     @property
     def k(self) -> int:
@@ -128,7 +135,7 @@ _NOTES = (("mask_end", True, "end token masked"), ("end_score_grad", False,
           ("spare_word", True, "padded"), ("front_word", True, "front word"),
           ("mask_end_words", True, "end barred from words"), ("step_input", True,
           "step index"), ("end_flag", True, "end step marked"), ("optimizer", "sgd",
-          "SGD"))
+          "SGD"), ("head_proj", False, "no projection"), ("bias", False, "no bias"))
 
 
 def _notes(cfg: dict) -> str:
@@ -220,7 +227,10 @@ def _ch5() -> list[Condition]:
         rec = _record(cfg)
         copy = rec["copy"]
         ok = np.asarray(h.metrics["token_acc"])[:, -1] > ch4.SUCCESS_LEVEL
-        out.append(_from_dict(5, "heads", rec["tag"].replace("heads-", ""), copy, ok,
+        name = rec["tag"].replace("heads-", "")
+        if name == "screen":
+            name += f", base {rec['base_seed']}"
+        out.append(_from_dict(5, "heads", name, copy, ok,
                               _lstm(copy), int(h.eval_steps[-1]),
                               tuple(range(len(ok)))))
     return out
@@ -290,13 +300,20 @@ def score_push_config(row: str) -> EndTokenConfig:
     (its first step only)."""
     row = check_choice("row", row, PUSH_ROWS)
     cfg = held_out_config(row) if row in HELD_OUT_ROWS else sweep_config(row)
-    return _first_step(cfg)
+    return replace(cfg, steps=1, eval_every=1, push=True)   # evaluated before its step
 
 
 _PUSH_FILE = Path(__file__).with_name("data") / "ch8_push.json"
 PUSH_STORED = RowFamily(
     _PUSH_FILE, "python benchmarks/ch8_scorecard/held_out.py --pushes", PUSH_ROWS,
     score_push_config, EndTokenConfig, steps=None,
-    extra=lambda cfg, h: {"push_diag_copy": _step0(h)},
+    extra=lambda cfg, h: {"push_diag_copy": [
+        float(v) for v in np.asarray(h.probes["push_diag_copy"])[:, 0]]},
     shapes=lambda cfg: {"push_diag_copy": (len(cfg.seeds),)})
 load_scorecard_pushes = PUSH_STORED.load
+
+
+def held_out_conditions() -> list[Condition]:
+    """The held-out conditions (:data:`HELD_OUT_ROWS`) as trained, from their stored rows
+    (chapter 8's family "held out")."""
+    return _rows(8, "held out", load_held_out_runs(), _lstm)

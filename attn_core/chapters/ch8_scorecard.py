@@ -36,16 +36,18 @@ from ..rows import load_table, write_table
 from . import ch7_end_token as ch7
 from .ch8_runs import (BUDGET, FAMILIES, HELD_OUT_ROWS, HELD_OUT_SEEDS, HELD_OUT_STORED,
                        PREDICTIONS_FILE, PUSH_ROWS, PUSH_STORED, Condition, conditions,
-                       held_out_config, load_held_out_runs, load_scorecard_pushes,
-                       score_push_config)
+                       held_out_conditions, held_out_config, load_held_out_runs,
+                       load_scorecard_pushes, score_push_config)
 
 __all__ = ["Condition", "conditions", "FAMILIES", "BUDGET", "HELD_OUT_ROWS",
            "HELD_OUT_SEEDS", "HELD_OUT_STORED", "PREDICTIONS_FILE", "PUSH_ROWS",
            "PUSH_STORED", "held_out_config", "load_held_out_runs", "load_scorecard_pushes",
-           "score_push_config",
+           "score_push_config", "held_out_conditions",
            "count_lens", "condition_task", "LENSES", "REFERENCE_ROWS", "references",
            "predict", "predict_condition", "condition_counts", "binomial_range", "held_out_predictions", "write_predictions",
-           "load_predictions", "explain"]
+           "load_predictions", "explain", "scorecard", "rank_scores", "fresh_conditions",
+           "run_scores", "log_score", "push_scores", "held_out_table", "format_scorecard",
+           "draw_scorecard", "draw_lens", "MODEL_COLOURS"]
 
 #: The lenses that predict a rate: the count table's contrast and the proxy's alignment
 #: (chapters 3-4: only the counts decide), and the proxy with the end step (chapter 7).
@@ -272,17 +274,276 @@ def explain(c: Condition) -> str:
     if not isinstance(c, Condition):
         raise TypeError(f"c must be a Condition; got {type(c).__name__}")
     if c.attention != "learned":
-        return "ch4, ch6: attention frozen uniform"
+        return "ch4: attention frozen"
     if c.target_permutation:
-        return "ch4: a fixed reordering (monotonic bias)"
+        return "ch4: fixed reordering"
     if c.model.startswith("Transformer"):
-        return "ch6: the Transformer's positions"
+        return "ch6: positions"
     if "heads" in c.model or c.model.startswith("GRU"):
-        return "ch5: heads and their initialisations"
+        return "ch5: heads"
     if c.notes:
-        return f"ch7: {c.notes}"
-    if c.end == "none":
-        return "ch7 §6: one word fewer (or chance)"
+        return f"ch{c.chapter}: {c.notes}"
     if c.length != 20 or c.budget != BUDGET:
-        return f"length {c.length}, budget {c.budget}"
+        return f"open: L={c.length}, {c.budget} steps"
+    if c.end == "none":
+        return "ch7: one word fewer"
     return "open"
+
+
+# ------------------------------------------------------------------------ the scorecard
+def scorecard(conds: Sequence[Condition], refs: dict | None = None) -> list[dict]:
+    """One entry per condition of ``conds``: the ``condition``, whether it is one of the
+    lenses' ``reference`` rows, its ``counts`` (:func:`count_lens`), each lens's
+    ``predicted`` rate, the measured ``k`` of ``n`` with its Wilson interval ``ci``, for
+    each lens whether it ``misses`` (its prediction outside that interval), and
+    ``explain`` (:func:`explain`)."""
+    conds = list(conds)
+    if not conds or not all(isinstance(c, Condition) for c in conds):
+        raise TypeError("conds must be a non-empty sequence of Conditions (conditions())")
+    refs = references(conds) if refs is None else refs
+    out = []
+    for c in conds:
+        pred = {lens: predict_condition(c, refs, lens) for lens in LENSES}
+        ci = wilson_interval(c.k, c.n)
+        out.append({"condition": c, "reference": (c.family, c.name) in refs["rows"]
+                    and c.chapter == 7, "counts": condition_counts(c), "predicted": pred,
+                    "k": c.k, "n": c.n, "ci": ci,
+                    "misses": {lens: not ci[0] - 1e-12 <= r <= ci[1] + 1e-12
+                               for lens, r in pred.items()},
+                    "explain": explain(c)})
+    return out
+
+
+def _scored(card) -> list[dict]:
+    if not isinstance(card, list) or not card or not all(
+            isinstance(e, dict) and "predicted" in e for e in card):
+        raise TypeError("card must be a scorecard(...)")
+    return [e for e in card if not e["reference"]]
+
+
+def rank_scores(card: list, shuffles: int = 10000, seed: int = 0) -> dict:
+    """For each lens, over the conditions of ``card`` (:func:`scorecard`) that are not its
+    references: Spearman's ``rho`` between the predicted and the measured rate, its
+    one-sided permutation ``p`` (``shuffles`` reassignments of the measured rates, seeded:
+    (1 + those at least as large) / (1 + ``shuffles``)), the number of conditions ``n``
+    and of ``misses``. A lens that predicts one rate everywhere has no order: rho NaN."""
+    rows = _scored(card)
+    shuffles = check_int("shuffles", shuffles, 1, 10 ** 6)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    measured = np.array([e["k"] / e["n"] for e in rows])
+    perms = [rng.permutation(len(rows)) for _ in range(shuffles)]
+    out = {}
+    for lens in LENSES:
+        pred = np.array([e["predicted"][lens] for e in rows])
+        rho = rank_correlation(pred, measured)
+        null = np.array([rank_correlation(pred, measured[q]) for q in perms])
+        p = float((1 + np.sum(null >= rho - 1e-12)) / (1 + shuffles)) if np.isfinite(
+            rho) else float("nan")
+        out[lens] = {"rho": rho, "p": p, "n": len(rows),
+                     "misses": sum(e["misses"][lens] for e in rows)}
+    return out
+
+
+def fresh_conditions(conds: Sequence[Condition]) -> list[Condition]:
+    """The conditions of ``conds`` whose runs no lens was read off: chapter 7's seeds 40-79
+    and the held-out conditions (seeds 80-119)."""
+    conds = list(conds) if isinstance(conds, (list, tuple)) else None
+    if conds is None or not all(isinstance(c, Condition) for c in conds):
+        raise TypeError("conds must be a list of Conditions (conditions())")
+    return [c for c in conds if c.family in ("seeds 40-79", "held out")]
+
+
+def log_score(rates, ok, runs: int = 40) -> float:
+    """The mean log probability that predicted ``rates`` (one a run) gave the outcomes
+    ``ok``, each rate shrunk as a rate read off ``runs`` runs is, (runs·r + ½)/(runs + 1)
+    (a prediction of 1 read off 40 runs is 0.988, not certainty). Higher is better."""
+    r = np.asarray(rates, dtype=float)
+    ok = np.asarray(ok)
+    if r.ndim != 1 or r.shape != ok.shape or ok.dtype != bool:
+        raise ValueError(f"rates and ok must be 1-D of one shape (ok bool); got {r.shape}, "
+                         f"{ok.shape} {ok.dtype}")
+    if not ((r >= 0) & (r <= 1)).all():
+        raise ValueError("rates must be in [0, 1]")
+    runs = check_int("runs", runs, 1)
+    r = (runs * r + 0.5) / (runs + 1)
+    return float(np.mean(np.where(ok, np.log(r), np.log1p(-r))))
+
+
+def run_scores(conds: Sequence[Condition], refs: dict, constant: float | None = None) -> dict:
+    """Every lens scored on the runs of ``conds`` (one prediction a run: its condition's):
+    ``auc`` (:func:`~attn_core.metrics.outcome_auc`) with its ``p``, ``log`` score
+    (:func:`log_score`) and the number of ``runs``. ``constant``: also score a lens that
+    predicts that rate everywhere (key "constant")."""
+    if not isinstance(conds, (list, tuple)) or not conds or not all(
+            isinstance(c, Condition) for c in conds):
+        raise TypeError("conds must be a non-empty list of Conditions")
+    if not isinstance(refs, dict) or "kappa_control" not in refs:
+        raise TypeError("refs must be the references(...) of the stored conditions")
+    conds = [c for c in conds if c.per_run]
+    ok = np.concatenate([c.ok for c in conds])
+    out = {}
+    lenses = {lens: np.concatenate([np.full(c.n, predict_condition(c, refs, lens))
+                                    for c in conds]) for lens in LENSES}
+    if constant is not None:
+        lenses["constant"] = np.full(ok.size, check_real("constant", constant, 0.0, 1.0))
+    for lens, score in lenses.items():
+        if np.ptp(score) == 0:
+            a, p = 0.5, 1.0
+        else:
+            a, p = outcome_auc(score, ok)
+        out[lens] = {"auc": a, "p": p, "log": log_score(score, ok), "runs": int(ok.size)}
+    return out
+
+
+def push_scores(pushes: dict, conds: Sequence[Condition]) -> dict:
+    """Chapter 7's step-0 push as a lens: over the conditions of ``conds`` whose pushes
+    ``pushes`` (:func:`load_scorecard_pushes`) stores, Spearman's ``rho`` between each
+    condition's mean push and its rate (``n`` conditions); and the mean within-condition
+    AUC of the push over the held-out conditions where some runs copy and some do not."""
+    if not isinstance(pushes, dict) or not pushes:
+        raise TypeError("pushes must be the stored pushes (load_scorecard_pushes())")
+    if not isinstance(conds, (list, tuple)) or not all(isinstance(c, Condition)
+                                                       for c in conds):
+        raise TypeError("conds must be a list of Conditions")
+    by = {c.name: c for c in conds if c.family in ("sweep", "held out") and c.chapter in (7, 8)}
+    names = [n for n in pushes if not n.startswith("_") and n in by]
+    mean = np.array([np.mean(pushes[n]["push_diag_copy"]) for n in names])
+    rate = np.array([by[n].rate for n in names])
+    aucs = {}
+    for n in names:
+        c = by[n]
+        if c.family == "held out" and 0 < c.k < c.n:
+            aucs[n] = outcome_auc(pushes[n]["push_diag_copy"], c.ok)[0]
+    return {"rho": rank_correlation(mean, rate), "n": len(names), "aucs": aucs}
+
+
+def held_out_table(predictions: dict, held: Sequence[Condition]) -> list[dict]:
+    """For each held-out condition: what each lens predicted (``predictions``,
+    :func:`load_predictions`) and the measured successes (``held``,
+    :func:`held_out_conditions`), and whether they fell inside each lens's range."""
+    if not isinstance(predictions, dict) or not predictions:
+        raise TypeError("predictions must be the committed predictions (load_predictions())")
+    if not isinstance(held, (list, tuple)) or not all(isinstance(c, Condition) for c in held):
+        raise TypeError("held must be the held-out conditions (held_out_conditions())")
+    by = {c.name: c for c in held}
+    missing = [r for r in predictions if r not in by]
+    if missing:
+        raise ValueError(f"held must hold every predicted condition; missing {missing}")
+    out = []
+    for row, p in predictions.items():
+        c = by[row]
+        out.append({"row": row, "k": c.k, "n": c.n,
+                    **{lens: {**p[lens], "inside": p[lens]["range"][0] <= c.k
+                              <= p[lens]["range"][1]} for lens in LENSES}})
+    return out
+
+
+def format_scorecard(card: list, lens: str = "proxy + end step",
+                     misses_only: bool = False) -> str:
+    """The scorecard as text, ≤ 76 columns: condition, model, predicted and measured
+    rates, and for a miss the chapter that explains it."""
+    lens = check_choice("lens", lens, LENSES)
+    lines = [f"{'condition':29s} {'model':8s} {'pred':>4s} {'meas':>6s}  why missed",
+             "-" * 76]
+    for e in card:
+        c = e["condition"]
+        if misses_only and not (e["misses"][lens] and not e["reference"]):
+            continue
+        name = f"ch{c.chapter} {c.name}"[:29]
+        model = c.model.replace("Transformer", "Transf.").replace(" heads", "h")
+        model = model.replace(" head", "h")[:8]
+        why = ("(reference)" if e["reference"] else e["explain"] if e["misses"][lens]
+               else "")
+        lines.append(f"{name:29s} {model:8s} {e['predicted'][lens]:4.2f} "
+                     f"{e['k']:>2d}/{e['n']:<3d}  {why}"[:76])
+    return "\n".join(lines)
+
+
+#: The colours of the models in the scorecard's figure.
+MODEL_COLOURS = {"LSTM": "C0", "GRU": "C2", "Transformer": "C1"}
+
+
+def _colour(model: str) -> str:
+    return next(v for k, v in MODEL_COLOURS.items() if model.startswith(k))
+
+
+def draw_scorecard(card: list, lenses: Sequence[str] = ("contrast", "proxy + end step")):
+    """Predicted against measured success rate, one point per condition with its 95%
+    Wilson interval, one panel per lens (stacked): coloured by model, hollow for the
+    lenses' reference rows, the diagonal where a prediction is right. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    from .. import plotting
+
+    lenses = [check_choice("lenses", x, LENSES) for x in lenses]
+    fig, axes = plt.subplots(len(lenses), 1, figsize=(plotting.WIDTH_IN, 3.6 * len(lenses)),
+                             layout="constrained", sharex=True)
+    axes = np.atleast_1d(axes)
+    jitter = np.random.default_rng(0).uniform(-0.015, 0.015, len(card))
+    for ax, lens in zip(axes, lenses):
+        ax.plot([0, 1], [0, 1], color="0.5", lw=0.8, ls="--")
+        for j, e in zip(jitter, card):
+            c = e["condition"]
+            x, y = e["predicted"][lens] + j, e["k"] / e["n"]
+            col = _colour(c.model)
+            ax.plot([x, x], e["ci"], color=col, lw=0.6, alpha=0.5)
+            ax.plot([x], [y], "o", ms=4, mfc="none" if e["reference"] else col, mec=col)
+        rs = rank_scores(card, shuffles=200)[lens]
+        ax.set(ylabel="measured rate", xlim=(-0.05, 1.05), ylim=(-0.05, 1.05),
+               title=f"{lens}: rank correlation {rs['rho']:.2f}, {rs['misses']} of "
+                     f"{rs['n']} missed")
+    axes[-1].set_xlabel("predicted success rate")
+    for k, v in MODEL_COLOURS.items():
+        axes[0].plot([], [], "o", color=v, ms=4, label=k)
+    axes[0].legend(loc="upper left", frameon=False)
+    return fig
+
+
+def draw_lens(vocab: int, conds: Sequence[Condition], refs: dict, length: int = 20):
+    """The slider's frame at V = ``vocab`` (L = ``length``): above, the count lens's
+    contrast κ (÷ the control's) and the proxy's hit rate against V/L; below, each lens's
+    predicted rate (proxy + end step with and without the end step), with the stored
+    conditions of chapter 7 and the held-out conditions at their V/L (L = 20, learned
+    attention, LSTM), filled with the end token and hollow without. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    from .. import plotting
+
+    L = check_int("length", length, 2)
+    V = check_int("vocab", vocab, L, 2 * L)
+    Vs = np.arange(L, 2 * L + 1)
+    lens_at = {v: count_lens(condition_task(L, int(v), "permutation" if v == L else
+                                            "distinct")) for v in Vs}
+    kap = np.array([lens_at[v]["kappa"] for v in Vs]) / refs["kappa_control"]
+    hit = np.array([lens_at[v]["hit"] for v in Vs])
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(plotting.WIDTH_IN, 6.4), sharex=True,
+                                 layout="constrained", gridspec_kw={"height_ratios": [1, 1.4]})
+    a1.plot(Vs / L, kap, "-", color="C3", label="contrast κ ÷ control's")
+    a1.plot(Vs / L, hit, "-", color="C0", label="proxy's hit rate")
+    a1.axvline(V / L, color="k", lw=0.8)
+    a1.set(ylabel="count lens", ylim=(-0.05, 1.25),
+           title=f"V = {V}: κ ÷ control's {kap[V - L]:.2f}, hit rate {hit[V - L]:.2f}")
+    a1.legend(loc="upper right", frameon=False, ncols=2)
+    styles = (("contrast", 1.0, "C3", "-"), ("proxy", 1.0, "C0", ":"),
+              ("proxy + end step", 1.0, "C0", "-"), ("proxy + end step", 0.0, "C2", "-"))
+    for lens, e, col, ls in styles:
+        r = [predict(lens, lens_at[v], L, e, refs) for v in Vs]
+        lab = lens + ("" if lens != "proxy + end step" else
+                      (", end token" if e else ", none"))
+        a2.plot(Vs / L, r, ls, color=col, label=lab)
+    for c in conds:
+        if (c.length == L and c.model == "LSTM" and not c.notes and c.min_length is None
+                and c.attention == "learned" and not c.target_permutation
+                and c.distribution in ("permutation", "distinct") and c.budget == BUDGET
+                and c.end in ("both", "none") and c.family in ("sweep", "held out")):
+            lo, hi = wilson_interval(c.k, c.n)
+            col = "C2" if c.end == "none" else "C0"
+            x = c.vocab / L + (0.01 if c.end == "none" else -0.01)
+            a2.plot([x, x], [lo, hi], color=col, lw=0.8)
+            a2.plot([x], [c.rate], "s" if c.family == "held out" else "o", ms=5,
+                    mec=col, mfc="none" if c.end == "none" else col)
+    a2.axvline(V / L, color="k", lw=0.8)
+    a2.set(xlabel="vocabulary ratio V/L", ylabel="success rate by step 300",
+           ylim=(-0.05, 1.05))
+    a2.legend(loc="lower right", frameon=False)
+    return fig

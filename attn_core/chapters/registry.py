@@ -92,6 +92,8 @@ CHAPTERS = (
             "does a Transformer fail too? An encoder-decoder Transformer on chapter 4's tasks"),
     Chapter(7, "ch7_end_token", "07_end_token", "why one end token makes permutations hard",
             parts=("ch7_runs", "ch7_causes")),
+    Chapter(8, "ch8_scorecard", "08_scorecard",
+            "the book's thesis scored against every stored condition", parts=("ch8_runs",)),
 )
 
 

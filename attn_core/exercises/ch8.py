@@ -1,0 +1,241 @@
+"""Chapter 8's exercises (the scorecard): their checkers.
+
+- :func:`check_contrast` (Exercise 8.1, code): the count lens's contrast κ of a batch of
+  sentence pairs, against :func:`~attn_core.chapters.ch8_scorecard.count_lens`;
+- :func:`check_auc` (Exercise 8.2, code): the AUC of a lens over runs, ties counted half,
+  against :func:`~attn_core.metrics.outcome_auc`;
+- :func:`check_predict_rate` (Exercise 8.3, what if): a condition's success rate predicted
+  from its data with the chapter's best lens; once right, the ✓ line scores the reader's
+  predictions against the stored held-out runs and names each miss.
+
+Each checker runs the reader's function with the library's own (``count_lens``,
+``outcome_auc``, ``predict``) replaced by one that raises: an answer that calls them is
+told to write the computation itself.
+
+Used in ``notebooks/08_scorecard.ipynb`` as ``from attn_core.exercises import ch8 as ex``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from unittest import mock
+
+import numpy as np
+import torch
+
+from ..chapters import ch8_scorecard as ch
+from ..data import CopyTask
+from ..metrics import outcome_auc, wilson_interval
+from . import Wrong, as_array, checker, expect_number, matches
+
+__all__ = ["check_contrast", "check_auc", "check_predict_rate", "contrast_reference",
+           "auc_reference", "predict_rate_reference", "CONTRAST_CASES"]
+
+
+class _Refused(Exception):
+    """Raised by the library's function while a checker runs the reader's answer."""
+
+
+@contextlib.contextmanager
+def _own_work(*targets):
+    """Run the reader's answer with each ``(module, name)`` of ``targets`` replaced by a
+    function that raises: the answer must compute, not call the library."""
+    def refuse(*args, **kwargs):
+        raise _Refused()
+
+    with contextlib.ExitStack() as stack:
+        for module, name in targets:
+            stack.enter_context(mock.patch.object(module, name, refuse))
+        try:
+            yield
+        except _Refused:
+            raise Wrong("your function calls the book's own implementation: write the "
+                        "computation yourself") from None
+
+
+# ------------------------------------------------------------------ Exercise 8.1 (code)
+#: (length, vocab, distribution, pairs, seed) of the batches the checker draws.
+CONTRAST_CASES = ((6, 6, "permutation", 300, 0), (6, 9, "distinct", 300, 1),
+                  (8, 8, "iid", 300, 2), (5, 10, "mixture", 300, 3),
+                  (20, 24, "distinct", 400, 4))
+
+
+def _batch(L, V, dist, n, seed):
+    task = ch.condition_task(L, V, dist)
+    b = task.sample(torch.Generator().manual_seed(seed), n)
+    return task, b["src"].clone(), b["tgt"].clone(), b["align"].clone()
+
+
+def contrast_reference(src, tgt, align, V: int) -> float:
+    """κ of the pairs ``src``, ``tgt`` (n, L) with ``align`` (n, L), every token a data
+    word below ``V``: the scaled, row-centred count table C̃, then the mean over pairs and
+    steps of C̃[x_{a_t}, y_t] − mean_l C̃[x_l, y_t]."""
+    src, tgt, align = (np.asarray(x) for x in (src, tgt, align))
+    n, L = src.shape
+    C = np.zeros((V, V))
+    for x, y in zip(src, tgt):
+        np.add.at(C, (x[:, None], y[None, :]), 1.0 / L)
+    C = C * L / n
+    C = C - C.mean(1, keepdims=True)
+    M = C[src[:, :, None], tgt[:, None, :]]                 # (n, l, t)
+    right = np.take_along_axis(M, align[:, None, :], 1)[:, 0]
+    return float((right - M.mean(1)).mean())
+
+
+def _contrast_variants(src, tgt, align, V) -> dict:
+    src_, tgt_, align_ = (np.asarray(x) for x in (src, tgt, align))
+    n, L = src_.shape
+    C = np.zeros((V, V))
+    for x, y in zip(src_, tgt_):
+        np.add.at(C, (x[:, None], y[None, :]), 1.0 / L)
+    C = C * L / n
+    M = C[src_[:, :, None], tgt_[:, None, :]]
+    right = np.take_along_axis(M, align_[:, None, :], 1)[:, 0]
+    Cc = C - C.mean(1, keepdims=True)
+    Mc = Cc[src_[:, :, None], tgt_[:, None, :]]
+    rc = np.take_along_axis(Mc, align_[:, None, :], 1)[:, 0]
+    return {
+        "this is the diagonal's value alone: subtract the mean of C̃[x_l, y_t] over the "
+        "sentence's positions l, so that a flat table gives 0": float(rc.mean()),
+        "compare with the mean over the vocabulary's words, not over the words of this "
+        "sentence's positions": float((rc - Cc[:, tgt_].mean(0)).mean()),
+    }
+
+
+@checker("Exercise 8.1: the count lens's contrast κ")
+def check_contrast(contrast):
+    """``contrast(src, tgt, align, V)`` -> κ of the pairs."""
+    import attn_core.chapters.ch8_scorecard as mod
+
+    for L, V, dist, n, seed in CONTRAST_CASES:
+        task, src, tgt, align = _batch(L, V, dist, n, seed)
+        with _own_work((mod, "count_lens"), (mod, "_count_lens")):
+            got = expect_number(contrast(src.clone(), tgt.clone(), align.clone(), V),
+                                f"contrast(...) for {dist}, L = {L}, V = {V}", finite=True)
+        want = contrast_reference(src, tgt, align, V)
+        if matches(got, want, rtol=1e-6, atol=1e-9):
+            continue
+        for hint, bad in _contrast_variants(src, tgt, align, V).items():
+            if not matches(bad, want, rtol=1e-6, atol=1e-9) and matches(got, bad, 1e-6, 1e-9):
+                raise Wrong(hint)
+        if dist == "permutation":
+            raise Wrong(f"for permutations (L = V = {L}) the table is flat: κ must be 0; "
+                        f"got {got:.4g}")
+        raise Wrong(f"for {dist} data (L = {L}, V = {V}) κ is off ({got:.4g}): check the "
+                    f"scaling L·C/n and that the table counts 1/L per co-occurrence")
+
+
+# ------------------------------------------------------------------ Exercise 8.2 (code)
+def auc_reference(score, ok) -> float:
+    """The AUC of ``score`` for the outcomes ``ok``: the chance that a run with ``ok``
+    scores above one without, ties counted half."""
+    return outcome_auc(np.asarray(score, dtype=float), np.asarray(ok, dtype=bool),
+                       shuffles=1)[0]
+
+
+def _auc_cases():
+    rng = np.random.default_rng(8)
+    cases = [([0.1, 0.4, 0.35, 0.8], [False, False, True, True]),
+             ([1.0, 1.0, 0.2, 0.2, 0.5], [True, False, True, False, True]),   # ties
+             ([0.3] * 6, [True, False, True, False, False, True])]             # constant
+    for _ in range(3):
+        s = np.round(rng.normal(size=30), 1)                                  # many ties
+        cases.append((s.tolist(), (rng.random(30) < 0.4).tolist()))
+    return cases
+
+
+@checker("Exercise 8.2: the AUC of a lens over runs")
+def check_auc(auc):
+    """``auc(score, ok)`` -> P(a run that copies scores above one that does not), ties
+    half."""
+    import attn_core.metrics as metrics
+
+    from .. import exercises  # noqa: F401  (keeps the import order of the other checkers)
+
+    for score, ok in _auc_cases():
+        s, o = np.array(score), np.array(ok)
+        with _own_work((metrics, "outcome_auc"), (metrics, "auc_null")):
+            got = expect_number(auc(s.copy(), o.copy()), "auc(score, ok)", finite=True)
+        want = auc_reference(s, o)
+        if matches(got, want, rtol=1e-9, atol=1e-12):
+            continue
+        pos, neg = s[o], s[~o]
+        strict = float((pos[:, None] > neg[None, :]).mean())
+        loose = float((pos[:, None] >= neg[None, :]).mean())
+        if matches(got, 1 - want, rtol=1e-9, atol=1e-12) and want != 0.5:
+            raise Wrong("the AUC is reversed: count the pairs where the run that copies "
+                        "scores higher")
+        if matches(got, strict) and strict != want:
+            raise Wrong("a tie between a run that copies and one that does not counts "
+                        "half, not 0 (a constant lens must score 0.5)")
+        if matches(got, loose) and loose != want:
+            raise Wrong("a tie counts half, not 1 (a constant lens must score 0.5)")
+        raise Wrong(f"auc is off on {len(s)} runs: compare every run that copies with every "
+                    f"run that does not")
+
+
+# ------------------------------------------------------------------ Exercise 8.3 (what if)
+def predict_rate_reference(counts: dict, length: int, extra: float, refs: dict) -> float:
+    """The chapter's best lens ("proxy + end step")."""
+    return ch.predict("proxy + end step", counts, length, extra, refs)
+
+
+def _predict_cases(refs):
+    for L, V, dist in ((20, 20, "permutation"), (20, 22, "distinct"), (20, 30, "distinct"),
+                       (20, 20, "iid"), (10, 20, "mixture"), (20, 26, "distinct")):
+        counts = ch.count_lens(ch.condition_task(L, V, dist))
+        for extra in (0.0, 0.2, 1.0, 2.0):
+            yield counts, L, extra
+
+
+@checker("Exercise 8.3: predict a condition's success rate")
+def check_predict_rate(predict_rate):
+    """``predict_rate(counts, length, extra, refs)`` -> the best lens's rate; once right,
+    the ✓ line scores it on the held-out conditions."""
+    import attn_core.chapters.ch8_scorecard as mod
+
+    conds = ch.conditions()
+    refs = ch.references(conds)
+    for counts, L, extra in _predict_cases(refs):
+        with _own_work((mod, "predict"), (mod, "predict_condition")):
+            got = expect_number(predict_rate(dict(counts), L, extra, refs),
+                                "predict_rate(...)", finite=True)
+        want = predict_rate_reference(counts, L, extra, refs)
+        if matches(got, want, rtol=1e-6, atol=1e-9):
+            continue
+        if extra == 0 and matches(got, predict_rate_reference(counts, L, 1.0, refs)):
+            raise Wrong("the end step does not move your prediction: read the flat rate at "
+                        "the condition's weight `extra` (np.interp over refs['flat'])")
+        s_kappa = min(counts["kappa"] / refs["kappa_control"], 1)
+        if matches(got, ch.predict("contrast", counts, L, extra, refs)) or (
+                matches(got, _with_weight(s_kappa, extra, refs))):
+            raise Wrong("that is the contrast lens's weight: the best lens moves by the "
+                        "proxy's hit rate, s = (hit − 1/L) / (1 − 1/L)")
+        raise Wrong(f"off for L = {L}, hit = {counts['hit']:.3g}, extra = {extra}: r = "
+                    f"r_flat + (r_control − r_flat)·s, both rates read at `extra`")
+
+    def score():
+        held = {c.name: c for c in ch.held_out_conditions()}
+        parts = []
+        for row, cfg_fields in ch.HELD_OUT_ROWS.items():
+            cfg = ch.held_out_config(row)
+            counts = ch.count_lens(ch.condition_task(cfg.length, cfg.task().vocab,
+                                                     cfg.distribution))
+            extra = 1.0 if cfg.eos and cfg.eos_side in ("both", "target") else 0.0
+            r = float(predict_rate(dict(counts), cfg.length, extra, refs))
+            c = held[row]
+            lo, hi = wilson_interval(c.k, c.n)
+            verdict = "inside" if lo <= r <= hi else "a miss"
+            parts.append(f"{row}: you {r:.2f}, measured {c.k}/{c.n} ({verdict})")
+        return ("; ".join(parts) + ". A miss at V = 22 says the proxy's hit rate jumps to 1 "
+                "with one spare word, while the runs still need some contrast; the start "
+                "token is read by no lens")
+    return score
+
+
+def _with_weight(s: float, extra: float, refs: dict) -> float:
+    e, k, n = refs["flat"]
+    flat = float(np.interp(extra, e, k / n))
+    e2, k2, n2 = refs["control"]
+    ctrl = float(np.interp(extra, e2, k2 / n2))
+    return flat + (ctrl - flat) * s

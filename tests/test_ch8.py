@@ -1,0 +1,135 @@
+"""Chapter 8 (attn_core.chapters.ch8_scorecard): the count lens against its definition,
+the lenses' predictions, the scorecard's scores, and the stored conditions read whole."""
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core.chapters import ch8_scorecard as ch
+from attn_core.metrics import outcome_auc
+
+
+@pytest.fixture(scope="module")
+def conds():
+    return ch.conditions()
+
+
+@pytest.fixture(scope="module")
+def refs(conds):
+    return ch.references(conds)
+
+
+def test_every_stored_family_is_read(conds):
+    families = {(c.chapter, c.family) for c in conds}
+    assert families == {(n, f) for n, f, _ in ch.FAMILIES}
+    assert len(conds) >= 100 and all(c.n >= 2 for c in conds)
+
+
+def test_the_count_lens_is_flat_under_permutations_and_not_otherwise():
+    perm = ch.count_lens(ch.condition_task(20, 20))
+    assert perm["kappa"] == 0 and perm["hit"] == pytest.approx(1 / 20, abs=1e-12)
+    mix = ch.count_lens(ch.condition_task(10, 20, "mixture"))
+    assert mix["kappa"] == pytest.approx(0, abs=1e-12)      # within a set: still flat
+    ks = [ch.count_lens(ch.condition_task(20, v, "distinct"))["kappa"]
+          for v in (21, 22, 24, 30)]
+    assert all(a < b for a, b in zip(ks, ks[1:])) and ks[0] > 0
+    assert ch.count_lens(ch.condition_task(20, 22, "distinct"))["hit"] == 1.0
+
+
+def test_the_count_lens_equals_a_loop_over_its_definition():
+    task = ch.condition_task(5, 8, "distinct")
+    b = task.sample(torch.Generator().manual_seed(3), 40)
+    src, tgt, align = (b[k].numpy() for k in ("src", "tgt", "align"))
+    C = np.zeros((8, 8))
+    for x, y in zip(src, tgt):
+        for i in x:
+            for o in y:
+                C[i, o] += 1 / 5
+    C = C * 5 / 40
+    C -= C.mean(1, keepdims=True)
+    vals = [C[x[a], y[t]] - np.mean([C[x[l], y[t]] for l in range(5)])
+            for x, y, al in zip(src, tgt, align) for t, a in enumerate(al)]
+    assert ch.count_lens(task, n=40, seed=3)["kappa"] == pytest.approx(np.mean(vals),
+                                                                       abs=1e-12)
+
+
+def test_the_lenses_return_their_references(conds, refs):
+    by = {(c.family, c.name): c for c in conds if c.chapter == 7}
+    for kind, rows in ch.REFERENCE_ROWS.items():
+        for e, key in rows:
+            c = by[key]
+            assert ch.predict("proxy + end step", ch.condition_counts(c), 20, e, refs) == \
+                pytest.approx(c.rate, abs=1e-12)
+    perm = ch.count_lens(ch.condition_task(20, 20))
+    # only the counts: the end step's weight changes nothing
+    assert ch.predict("proxy", perm, 20, 0.0, refs) == ch.predict("proxy", perm, 20, 3.0,
+                                                                   refs)
+    lo, mid, hi = (ch.predict("contrast", perm, 20, 1.0, refs, b)
+                   for b in ("low", "mid", "high"))
+    assert lo < mid < hi
+
+
+def test_a_constant_lens_has_no_rank_and_an_auc_of_a_half(conds, refs):
+    card = ch.scorecard(conds, refs)
+    flat = [{**e, "predicted": {k: 0.5 for k in ch.LENSES}} for e in card]
+    assert np.isnan(ch.rank_scores(flat, shuffles=5)["proxy"]["rho"])
+    runs = ch.run_scores(ch.fresh_conditions(conds), refs, constant=0.3)
+    assert runs["constant"]["auc"] == 0.5
+    real = ch.rank_scores(card, shuffles=200)["proxy + end step"]
+    assert real["rho"] > 0.2 and real["n"] == len(card) - sum(e["reference"] for e in card)
+
+
+def test_run_scores_match_the_auc_of_the_pooled_runs(conds, refs):
+    fresh = ch.fresh_conditions(conds)
+    runs = ch.run_scores(fresh, refs)
+    score = np.concatenate([np.full(c.n, ch.predict_condition(c, refs)) for c in fresh])
+    ok = np.concatenate([c.ok for c in fresh])
+    assert runs["proxy + end step"]["auc"] == pytest.approx(outcome_auc(score, ok)[0])
+
+
+def test_log_score_shrinks_a_certain_prediction():
+    assert np.isfinite(ch.log_score([1.0, 1.0], np.array([True, False])))
+    assert ch.log_score([0.5, 0.5], np.array([True, False])) == pytest.approx(np.log(0.5))
+    with pytest.raises(ValueError, match="rates must be in"):
+        ch.log_score([1.5, 0.5], np.array([True, False]))
+
+
+def test_binomial_range_holds_its_probability():
+    assert ch.binomial_range(0.0, 40) == (0, 0)
+    assert ch.binomial_range(1.0, 40) == (40, 40)
+    lo, hi = ch.binomial_range(0.5, 40)
+    assert lo < 20 < hi and hi - lo <= 14
+
+
+def test_the_committed_predictions_are_what_the_code_computes(conds):
+    now = ch.held_out_predictions(conds)
+    stored = ch.load_predictions()
+    assert set(now) == set(stored) == set(ch.HELD_OUT_ROWS)
+    for row in now:
+        for lens in ch.LENSES:
+            assert now[row][lens]["rate"] == pytest.approx(stored[row][lens]["rate"],
+                                                           abs=1e-12)
+            assert now[row][lens]["range"] == stored[row][lens]["range"]
+
+
+def test_the_held_out_runs_are_read_with_their_seeds():
+    held = ch.held_out_conditions()
+    assert {c.name for c in held} == set(ch.HELD_OUT_ROWS)
+    assert all(c.seeds == ch.HELD_OUT_SEEDS and c.n == 40 for c in held)
+    table = ch.held_out_table(ch.load_predictions(), held)
+    assert len(table) == 4 and all(isinstance(e["k"], int) for e in table)
+
+
+def test_explain_names_the_chapter(conds):
+    why = {c.label: ch.explain(c) for c in conds}
+    assert why["ch6 sweep: learned"] == "ch6: positions"
+    assert why["ch5 heads: random"] == "ch5: heads"
+    assert why["ch7 causes: SGD, both"] == "ch7: SGD"
+    with pytest.raises(TypeError, match="c must be a Condition"):
+        ch.explain("x")
+
+
+def test_pushes_cover_the_sweep_and_the_held_out_rows(conds):
+    pushes = ch.load_scorecard_pushes()
+    s = ch.push_scores(pushes, conds + ch.held_out_conditions())
+    assert s["n"] == len(ch.PUSH_ROWS) and np.isfinite(s["rho"])
