@@ -23,7 +23,7 @@ import numpy as np
 
 from ..checks import check_choice, check_seeds
 from ..rows import RowFamily
-from ..stored import load_entry
+from ..stored import config_record, load_entry
 from . import ch4_copy as ch4
 from . import ch5_multihead as ch5
 from . import ch6_transformer as ch6
@@ -179,18 +179,12 @@ def _rows(chapter: int, family: str, rows: dict, model, key: str = "copy_acc",
     return out
 
 
-def _record(cfg) -> dict:
-    from ..stored import config_record
-
-    return config_record(cfg)
-
-
 def _ch4_runs() -> list[Condition]:
     out = []
     for cfg in ch4.stored_configs():
         h = load_entry(cfg)
         ok = np.asarray(h.metrics["token_acc"])[:, -1] > ch4.SUCCESS_LEVEL
-        rec = {**_record(cfg)}
+        rec = config_record(cfg)
         name = rec["distribution"] + ("" if rec.get("vocab") is None else
                                       f", V={rec['vocab']}")
         if rec.get("attention") != "learned":
@@ -204,7 +198,7 @@ def _ch4_runs() -> list[Condition]:
 
 
 def _ch4_tables() -> list[Condition]:
-    base = _record(ch4.COPY_BASE.fast)
+    base = config_record(ch4.COPY_BASE.fast)
     out = []
     for name, accs in ch4.authors_code_fast().items():
         cfg = {**base, **({"distribution": "distinct", "vocab": 3 * base["length"] // 2}
@@ -224,7 +218,7 @@ def _ch5() -> list[Condition]:
     out = []
     for cfg in ch5.stored_configs():
         h = load_entry(cfg)
-        rec = _record(cfg)
+        rec = config_record(cfg)
         copy = rec["copy"]
         ok = np.asarray(h.metrics["token_acc"])[:, -1] > ch4.SUCCESS_LEVEL
         name = rec["tag"].replace("heads-", "")

@@ -66,10 +66,9 @@ def _batch(L, V, dist, n, seed):
     return task, b["src"].clone(), b["tgt"].clone(), b["align"].clone()
 
 
-def contrast_reference(src, tgt, align, V: int) -> float:
-    """κ of the pairs ``src``, ``tgt`` (n, L) with ``align`` (n, L), every token a data
-    word below ``V``: the scaled, row-centred count table C̃, then the mean over pairs and
-    steps of C̃[x_{a_t}, y_t] − mean_l C̃[x_l, y_t]."""
+def _centred(src, tgt, align, V: int):
+    """The scaled, row-centred count table C̃ of the pairs, the (n, l, t) values
+    C̃[x_l, y_t] and the aligned position's (n, t)."""
     src, tgt, align = (np.asarray(x) for x in (src, tgt, align))
     n, L = src.shape
     C = np.zeros((V, V))
@@ -78,22 +77,20 @@ def contrast_reference(src, tgt, align, V: int) -> float:
     C = C * L / n
     C = C - C.mean(1, keepdims=True)
     M = C[src[:, :, None], tgt[:, None, :]]                 # (n, l, t)
-    right = np.take_along_axis(M, align[:, None, :], 1)[:, 0]
+    return C, M, np.take_along_axis(M, align[:, None, :], 1)[:, 0]
+
+
+def contrast_reference(src, tgt, align, V: int) -> float:
+    """κ of the pairs ``src``, ``tgt`` (n, L) with ``align`` (n, L), every token a data
+    word below ``V``: the scaled, row-centred count table C̃, then the mean over pairs and
+    steps of C̃[x_{a_t}, y_t] − mean_l C̃[x_l, y_t]."""
+    _, M, right = _centred(src, tgt, align, V)
     return float((right - M.mean(1)).mean())
 
 
 def _contrast_variants(src, tgt, align, V) -> dict:
-    src_, tgt_, align_ = (np.asarray(x) for x in (src, tgt, align))
-    n, L = src_.shape
-    C = np.zeros((V, V))
-    for x, y in zip(src_, tgt_):
-        np.add.at(C, (x[:, None], y[None, :]), 1.0 / L)
-    C = C * L / n
-    M = C[src_[:, :, None], tgt_[:, None, :]]
-    right = np.take_along_axis(M, align_[:, None, :], 1)[:, 0]
-    Cc = C - C.mean(1, keepdims=True)
-    Mc = Cc[src_[:, :, None], tgt_[:, None, :]]
-    rc = np.take_along_axis(Mc, align_[:, None, :], 1)[:, 0]
+    Cc, _, rc = _centred(src, tgt, align, V)
+    tgt_ = np.asarray(tgt)
     return {
         "this is the diagonal's value alone: subtract the mean of C̃[x_l, y_t] over the "
         "sentence's positions l, so that a flat table gives 0": float(rc.mean()),
