@@ -2258,6 +2258,12 @@ CHAPTERS = [
     case("explain-c-int", lambda: ch8_scorecard.explain(5), "c must be a Condition"),
     case("scorecard-conds-int", lambda: ch8_scorecard.scorecard([5]), "conds must be"),
     case("rank_scores-card-int", lambda: ch8_scorecard.rank_scores(5), "card must be"),
+    case("speed-c-int", lambda: ch8_scorecard.speed(5), "c must be a Condition"),
+    case("time_scores-card-int", lambda: ch8_scorecard.time_scores(5), "card must be"),
+    case("delays-lens-unknown", lambda: ch8_scorecard.delays([], {}, "x"),
+         "lens must be one of"),
+    case("delays-long-int", lambda: ch8_scorecard.delays(ch8_scorecard.scorecard(
+        ch8_scorecard.conditions()), 5), "long must be the stored long rows"),
     case("fresh_conditions-conds-int", lambda: ch8_scorecard.fresh_conditions(5),
          "conds must be"),
     case("run_scores-conds-empty", lambda: ch8_scorecard.run_scores([], {}), "conds must be"),

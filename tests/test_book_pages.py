@@ -41,7 +41,8 @@ GLOSSARY_TERMS = (
     "Luong attention", "attention score", "embedding norm", "topic word", "keyword",
     "permutation copy", "control task", "success", "Predict box", "attention sink",
     "end step", "push", "censored run", "Kaplan-Meier curve", "Holm correction",
-    "paired comparison",
+    "paired comparison", "lens", "contrast", "hit rate", "AUC", "log score",
+    "rank correlation",
 )
 
 # {term}`NAME` or {term}`shown text <NAME>`; the role's text may run over a line break.

@@ -133,3 +133,71 @@ def test_pushes_cover_the_sweep_and_the_held_out_rows(conds):
     pushes = ch.load_scorecard_pushes()
     s = ch.push_scores(pushes, conds + ch.held_out_conditions())
     assert s["n"] == len(ch.PUSH_ROWS) and np.isfinite(s["rho"])
+
+
+def test_times_are_each_runs_first_step_above_the_level(conds):
+    from attn_core.chapters import ch7_end_token as ch7
+
+    timed = [c for c in conds if c.times is not None]
+    assert len(timed) >= 90
+    row = ch7.load_sweep()["both, L=20"]
+    c = next(c for c in conds if c.label == "ch7 sweep: both, L=20")
+    acc, steps = np.asarray(row["copy_acc"]), row["eval_steps"]
+    for j in range(c.n):                               # the definition, run by run
+        above = [s for s, a in zip(steps, acc[j]) if a > 0.95]
+        assert (np.isnan(c.times[j]) and not above) or c.times[j] == above[0]
+    assert (~np.isnan(c.times) == c.ok).all()          # no run got there and fell back
+    with pytest.raises(TypeError, match="Condition.times must be a float array"):
+        ch.Condition(4, "x", "y", "LSTM", 20, 20, "permutation", "both", 1.0, 300,
+                     np.ones(3, bool), times=np.ones(2))
+    with pytest.raises(ValueError, match=r"Condition.times must lie in \[0, budget"):
+        ch.Condition(4, "x", "y", "LSTM", 20, 20, "permutation", "both", 1.0, 300,
+                     np.ones(2, bool), times=np.array([10.0, 400.0]))
+
+
+def test_speed_is_one_minus_the_mean_time_over_the_budget(conds):
+    c = next(c for c in conds if c.label == "ch7 sweep: both, L=20")
+    t = [300.0 if np.isnan(x) else x for x in c.times]
+    assert ch.speed(c) == pytest.approx(1 - sum(t) / len(t) / 300, abs=1e-12)
+    fast = ch.Condition(4, "x", "y", "LSTM", 20, 20, "permutation", "both", 1.0, 300,
+                        np.ones(2, bool), times=np.zeros(2))
+    never = ch.Condition(4, "x", "y", "LSTM", 20, 20, "permutation", "both", 1.0, 300,
+                         np.zeros(2, bool), times=np.full(2, np.nan))
+    assert ch.speed(fast) == 1 and ch.speed(never) == 0
+    untimed = next(c for c in conds if c.times is None)
+    with pytest.raises(ValueError, match="stores no curves"):
+        ch.speed(untimed)
+
+
+def test_time_scores_rank_speed_and_a_constant_lens_has_no_rank(conds, refs):
+    card = ch.scorecard(conds, refs)
+    s = ch.time_scores(card, shuffles=200)
+    assert all(s[k]["n"] >= 80 and np.isfinite(s[k]["rho"]) for k in ch.LENSES)
+    flat = [{**e, "predicted": {k: 0.5 for k in ch.LENSES}} for e in card]
+    assert np.isnan(ch.time_scores(flat, shuffles=10)["proxy"]["rho"])
+    # a lens that predicts each condition's own speed ranks it perfectly
+    own = [{**e, "predicted": {k: ch.speed(e["condition"]) if e["condition"].times
+                               is not None else 0.5 for k in ch.LENSES}} for e in card]
+    assert ch.time_scores(own, shuffles=10)["proxy"]["rho"] == pytest.approx(1)
+
+
+def test_delays_read_the_long_rows_and_their_medians(conds, refs):
+    from attn_core.chapters import ch7_end_token as ch7
+    from attn_core.stats import kaplan_meier
+
+    card = ch.scorecard(conds, refs)
+    long = ch7.load_long()
+    d = ch.delays(card, long)
+    assert {r["name"] for r in d["rows"]} == {n for n in long if not n.startswith("_")}
+    for r in d["rows"]:
+        t, ok = ch7.times_to_level(long[r["name"]])
+        km_t, km_s = kaplan_meier(t, ok)
+        assert r["k_end"] == ok.sum() and r["steps"] == 2000
+        assert r["median"] == km_t[np.argmax(km_s <= 0.5)]
+        assert r["k_budget"] <= r["k_end"]             # the long run extends the short
+    assert d["n_rows"] == sum(not r["reference"] for r in d["rows"])
+    assert -1 <= d["rho"] < 0 and 0 < d["p"] <= 1
+    flat = [{**e, "predicted": {k: 0.5 for k in ch.LENSES}} for e in card]
+    assert np.isnan(ch.delays(flat, long)["rho"])
+    with pytest.raises(ValueError, match="long must hold rows of chapter 7's sweep"):
+        ch.delays(card, {"x": long["both, L=20"]})

@@ -4,6 +4,7 @@ wrong answer passed as a solution, and refuses an answer that calls the book's o
 function (tests/exercise_scaffold.py)."""
 
 import numpy as np
+import pytest
 from exercise_scaffold import scaffold_tests
 
 from attn_core.chapters import ch8_scorecard as ch
@@ -81,3 +82,23 @@ def test_a_right_prediction_is_scored_on_the_held_out_runs(capsys):
     ex.check_predict_rate(predict_rate)
     out = capsys.readouterr().out
     assert out.startswith("✓ ") and "V=22, both" in out and "measured" in out
+
+
+def test_score_held_out_scores_any_lens_as_the_book_did():
+    """Exercise 8.3's what-if: the best lens gets the committed verdicts (3 of 4 inside),
+    the contrast lens its own (1 of 4), a lens outside [0, 1] or not a number is refused."""
+    table = ch.held_out_table(ch.load_predictions(), ch.held_out_conditions())
+    for lens in ("proxy + end step", "contrast"):
+        text = ex.score_held_out(lambda c, L, e, r, lens=lens: ch.predict(lens, c, L, e, r))
+        assert text.count("(inside)") == sum(row[lens]["inside"] for row in table)
+        for row in table:
+            lo, hi = row[lens]["range"]
+            assert f"{row['row']}: you {row[lens]['rate']:.2f}, so {lo}-{hi} of 40" in text
+    assert "V = 22: two spare words" in ex.score_held_out(lambda c, L, e, r: 1.0)
+    with pytest.raises(TypeError, match="predict_rate must be a function"):
+        ex.score_held_out(0.5)
+    with pytest.raises(ValueError, match=r"predict_rate returned 2 for V=22, both: a rate "
+                                         r"must be in \[0, 1\]"):
+        ex.score_held_out(lambda c, L, e, r: 2.0)
+    with pytest.raises(TypeError, match="predict_rate must return one number"):
+        ex.score_held_out(lambda c, L, e, r: [0.1, 0.2])

@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..checks import check_choice, check_seeds
+from ..metrics import first_step
 from ..rows import RowFamily
 from ..stored import config_record, load_entry
 from . import ch4_copy as ch4
@@ -54,7 +55,9 @@ class Condition:
     chapter 7 changed it, 0 without one), ``notes`` (what else differs from chapter 4's
     model: an optimiser, a masked position), the ``budget`` its success is read at, and
     ``ok`` (runs,), each run's success; ``per_run`` False where the family stores only a
-    count (the order of ``ok`` then means nothing)."""
+    count (the order of ``ok`` then means nothing); ``times`` (runs,), each run's first
+    evaluation step above the level, NaN for a run that never got there within the budget
+    (censored), None where the family stores no curves."""
 
     chapter: int
     family: str
@@ -73,12 +76,22 @@ class Condition:
     attention: str = "learned"
     notes: str = ""
     per_run: bool = True
+    times: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         ok = np.asarray(self.ok)
         if ok.dtype != bool or ok.ndim != 1 or ok.size < 1:
             raise TypeError(f"Condition.ok must be a 1-D bool array of at least one run; got "
                             f"{ok.dtype} of shape {ok.shape}")
+        if self.times is not None:
+            t = np.asarray(self.times)
+            if t.dtype.kind != "f" or t.shape != ok.shape:
+                raise TypeError(f"Condition.times must be a float array of one time a run "
+                                f"{ok.shape}; got {t.dtype} of shape {t.shape}")
+            done = t[~np.isnan(t)]
+            if ((done < 0) | (done > self.budget)).any():
+                raise ValueError(f"Condition.times must lie in [0, budget = {self.budget}] "
+                                 f"(NaN: never reached)")
 
     @property
     def k(self) -> int:
@@ -143,7 +156,7 @@ def _notes(cfg: dict) -> str:
 
 
 def _from_dict(chapter: int, family: str, name: str, cfg: dict, ok, model: str,
-               budget: int, seeds=(), per_run: bool = True) -> Condition:
+               budget: int, seeds=(), per_run: bool = True, times=None) -> Condition:
     L = int(cfg["length"])
     dist = cfg.get("distribution", "permutation")
     V = cfg.get("vocab")
@@ -152,7 +165,7 @@ def _from_dict(chapter: int, family: str, name: str, cfg: dict, ok, model: str,
                      budget, np.asarray(ok, dtype=bool), tuple(seeds),
                      cfg.get("min_length"), cfg.get("target_permutation") is not None
                      or cfg.get("permutation_seed") is not None,
-                     cfg.get("attention", "learned"), _notes(cfg), per_run)
+                     cfg.get("attention", "learned"), _notes(cfg), per_run, times)
 
 
 def _lstm(cfg: dict) -> str:
@@ -175,7 +188,8 @@ def _rows(chapter: int, family: str, rows: dict, model, key: str = "copy_acc",
         inner = cfg.get("copy", cfg)
         m = model(cfg) if callable(model) else model
         out.append(_from_dict(chapter, family, name, {**inner, **cfg}, acc[:, -1] > level,
-                              m, int(row["eval_steps"][-1]), row.get("seeds", ())))
+                              m, int(row["eval_steps"][-1]), row.get("seeds", ()),
+                              times=first_step(row["eval_steps"], acc, level)))
     return out
 
 
@@ -183,7 +197,8 @@ def _ch4_runs() -> list[Condition]:
     out = []
     for cfg in ch4.stored_configs():
         h = load_entry(cfg)
-        ok = np.asarray(h.metrics["token_acc"])[:, -1] > ch4.SUCCESS_LEVEL
+        acc = np.asarray(h.metrics["token_acc"], dtype=float)
+        ok = acc[:, -1] > ch4.SUCCESS_LEVEL
         rec = config_record(cfg)
         name = rec["distribution"] + ("" if rec.get("vocab") is None else
                                       f", V={rec['vocab']}")
@@ -193,7 +208,8 @@ def _ch4_runs() -> list[Condition]:
             name += ", fixed reordering"
         name += f", L={rec['length']}"
         out.append(_from_dict(4, "runs", name, rec, ok, "LSTM",
-                              int(h.eval_steps[-1]), rec["seeds"]))
+                              int(h.eval_steps[-1]), rec["seeds"],
+                              times=first_step(h.eval_steps, acc, ch4.SUCCESS_LEVEL)))
     return out
 
 
@@ -220,13 +236,15 @@ def _ch5() -> list[Condition]:
         h = load_entry(cfg)
         rec = config_record(cfg)
         copy = rec["copy"]
-        ok = np.asarray(h.metrics["token_acc"])[:, -1] > ch4.SUCCESS_LEVEL
+        acc = np.asarray(h.metrics["token_acc"], dtype=float)
+        ok = acc[:, -1] > ch4.SUCCESS_LEVEL
         name = rec["tag"].replace("heads-", "")
         if name == "screen":
             name += f", base {rec['base_seed']}"
         out.append(_from_dict(5, "heads", name, copy, ok,
                               _lstm(copy), int(h.eval_steps[-1]),
-                              tuple(range(len(ok)))))
+                              tuple(range(len(ok))),
+                              times=first_step(h.eval_steps, acc, ch4.SUCCESS_LEVEL)))
     return out
 
 

@@ -23,6 +23,7 @@ Its runs and conditions are in its part :mod:`attn_core.chapters.ch8_runs`.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import Sequence
 
@@ -32,6 +33,7 @@ import torch
 from ..checks import check_choice, check_int, check_real
 from ..data import CopyTask
 from ..metrics import outcome_auc, rank_correlation, wilson_interval
+from ..stats import kaplan_meier
 from ..rows import load_table, write_table
 from . import ch7_end_token as ch7
 from .ch8_runs import (BUDGET, FAMILIES, HELD_OUT_ROWS, HELD_OUT_SEEDS, HELD_OUT_STORED,
@@ -46,7 +48,7 @@ __all__ = ["Condition", "conditions", "FAMILIES", "BUDGET", "HELD_OUT_ROWS",
            "count_lens", "condition_task", "LENSES", "REFERENCE_ROWS", "references",
            "predict", "predict_condition", "condition_counts", "binomial_range", "held_out_predictions", "write_predictions",
            "load_predictions", "explain", "scorecard", "rank_scores", "fresh_conditions",
-           "run_scores", "log_score", "push_scores", "held_out_table", "format_scorecard",
+           "run_scores", "log_score", "speed", "time_scores", "delays", "push_scores", "held_out_table", "format_scorecard",
            "draw_scorecard", "draw_lens", "MODEL_COLOURS"]
 
 #: The lenses that predict a rate: the count table's contrast and the proxy's alignment
@@ -154,10 +156,10 @@ def predict(lens: str, counts: dict, length: int, extra: float, refs: dict,
     lens is ``counts`` (:func:`count_lens`: ``kappa``, ``hit``) at ``length`` L, with a
     target step that copies nothing weighted ``extra`` in the loss.
 
-    Every lens moves from the rate on flat data to the control's by a weight s in [0, 1]:
-    ``r = r_flat + (r_control − r_flat) · s``. For the *contrast* lens s = κ / κ_control
+    Every lens moves from the rate on flat data to the control's by a weight λ in [0, 1]:
+    ``r = r_flat + (r_control − r_flat) · λ``. For the *contrast* lens λ = κ / κ_control
     (at most 1: data with more contrast than the control's are predicted as the control);
-    for the *proxy* lenses s = (hit − 1/L) / (1 − 1/L), 0 when the proxy's first step
+    for the *proxy* lenses λ = (hit − 1/L) / (1 − 1/L), 0 when the proxy's first step
     points nowhere (all positions tie) and 1 when it always points at the aligned
     position. The contrast and proxy lenses read both rates off chapter 4's model (the end
     step weighted 1) whatever the condition: only the counts decide. *proxy + end step*
@@ -314,11 +316,15 @@ def scorecard(conds: Sequence[Condition], refs: dict | None = None) -> list[dict
     return out
 
 
-def _scored(card) -> list[dict]:
+def _scoredall(card) -> list[dict]:
     if not isinstance(card, list) or not card or not all(
             isinstance(e, dict) and "predicted" in e for e in card):
         raise TypeError("card must be a scorecard(...)")
-    return [e for e in card if not e["reference"]]
+    return card
+
+
+def _scored(card) -> list[dict]:
+    return [e for e in _scoredall(card) if not e["reference"]]
 
 
 def rank_scores(card: list, shuffles: int = 10000, seed: int = 0) -> dict:
@@ -328,9 +334,18 @@ def rank_scores(card: list, shuffles: int = 10000, seed: int = 0) -> dict:
     (1 + those at least as large) / (1 + ``shuffles``)), the number of conditions ``n``
     and of ``misses``. A lens that predicts one rate everywhere has no order: rho NaN."""
     rows = _scored(card)
+    measured = np.array([e["k"] / e["n"] for e in rows])
+    out = _rank_p(rows, measured, shuffles, seed)
+    for lens in LENSES:
+        out[lens]["misses"] = sum(e["misses"][lens] for e in rows)
+    return out
+
+
+def _rank_p(rows: list, measured: np.ndarray, shuffles: int, seed: int) -> dict:
+    """Each lens's Spearman rho between its predictions on ``rows`` and ``measured``, with
+    its one-sided permutation p (``shuffles`` seeded reassignments of ``measured``)."""
     shuffles = check_int("shuffles", shuffles, 1, 10 ** 6)
     rng = np.random.default_rng(check_int("seed", seed, 0))
-    measured = np.array([e["k"] / e["n"] for e in rows])
     perms = [rng.permutation(len(rows)) for _ in range(shuffles)]
     out = {}
     for lens in LENSES:
@@ -339,9 +354,83 @@ def rank_scores(card: list, shuffles: int = 10000, seed: int = 0) -> dict:
         null = np.array([rank_correlation(pred, measured[q]) for q in perms])
         p = float((1 + np.sum(null >= rho - 1e-12)) / (1 + shuffles)) if np.isfinite(
             rho) else float("nan")
-        out[lens] = {"rho": rho, "p": p, "n": len(rows),
-                     "misses": sum(e["misses"][lens] for e in rows)}
+        out[lens] = {"rho": rho, "p": p, "n": len(rows)}
     return out
+
+
+def speed(c: Condition) -> float:
+    """How soon ``c``'s runs get above the level: 1 − the mean of each run's time to it
+    (its budget for a run that never got there) ÷ the budget. That mean is the area under
+    the Kaplan-Meier curve up to the budget (exact here: every censored run is censored at
+    the budget): 1 if every run is there at step 0, 0 if none gets there."""
+    if not isinstance(c, Condition):
+        raise TypeError(f"c must be a Condition; got {type(c).__name__}")
+    if c.times is None:
+        raise ValueError(f"{c.label} stores no curves, so no times (Condition.times is None)")
+    t = np.where(np.isnan(c.times), c.budget, c.times)
+    return float(1 - t.mean() / c.budget)
+
+
+def time_scores(card: list, shuffles: int = 10000, seed: int = 0) -> dict:
+    """For each lens, over the conditions of ``card`` (:func:`scorecard`) that are not its
+    references and store their runs' times at the scorecard's budget (:data:`BUDGET`):
+    Spearman's ``rho`` between the predicted rate and the measured :func:`speed`, its
+    one-sided permutation ``p`` (as :func:`rank_scores`), and ``n``. The time a run takes
+    to the level, not only whether it gets there by the budget."""
+    rows = [e for e in _scored(card) if e["condition"].times is not None
+            and e["condition"].budget == BUDGET]
+    if len(rows) < 3:
+        raise ValueError(f"card must hold at least 3 timed conditions at {BUDGET} steps; "
+                         f"got {len(rows)}")
+    return _rank_p(rows, np.array([speed(e["condition"]) for e in rows]), shuffles, seed)
+
+
+def delays(card: list, long: dict | None = None, lens: str = "proxy + end step") -> dict:
+    """Late, or never? For each of chapter 7's long rows (``long``, default
+    :func:`~attn_core.chapters.ch7_end_token.load_long`: sweep conditions trained on to
+    2,000 steps on the same seeds), its condition in ``card``: whether it is a
+    ``reference`` row, ``lens``'s ``predicted`` rate at :data:`BUDGET`, the runs above the
+    level at the budget (``k_budget``, as the sweep stored them) and by the long row's
+    last step (``k_end``, of ``n``, by ``steps``), and the Kaplan-Meier ``median`` time to
+    the level (None when fewer than half get there). ``rho``: Spearman's rank correlation
+    between the predicted rate and the median time over the rows that are not references
+    (``n_rows``; negative when a lower prediction means a later median), and ``p``, the
+    share of all orderings of those medians whose correlation is at least as negative
+    (exact, one-sided; at least 1/n_rows!, less with ties)."""
+    lens = check_choice("lens", lens, LENSES)
+    long = ch7.load_long() if long is None else long
+    by = {(e["condition"].chapter, e["condition"].family, e["condition"].name): e
+          for e in _scoredall(card)}
+    if not isinstance(long, dict):
+        raise TypeError(f"long must be the stored long rows (ch7.load_long()); got "
+                        f"{type(long).__name__}")
+    names = [n for n in long if not n.startswith("_")]
+    missing = [n for n in names if (7, "sweep", n) not in by]
+    if not names or missing:
+        raise ValueError(f"long must hold rows of chapter 7's sweep that card scores; "
+                         f"not in card: {missing or 'no rows'}")
+    rows = []
+    for n in names:
+        e = by[(7, "sweep", n)]
+        t, r = ch7.times_to_level(long[n])
+        km_t, km_s = kaplan_meier(t, r)
+        below = np.flatnonzero(km_s <= 0.5)
+        rows.append({"name": n, "reference": e["reference"], "predicted": e["predicted"][lens],
+                     "k_budget": e["k"], "k_end": int(r.sum()), "n": int(r.size),
+                     "steps": int(long[n]["eval_steps"][-1]),
+                     "median": float(km_t[below[0]]) if below.size else None})
+    fresh = [x for x in rows if not x["reference"] and x["median"] is not None]
+    rho = p = float("nan")
+    if 3 <= len(fresh) <= 8:                        # 8! = 40,320 orderings at most
+        pred = [x["predicted"] for x in fresh]
+        med = [x["median"] for x in fresh]
+        rho = rank_correlation(pred, med)
+        null = [rank_correlation(pred, list(q)) for q in itertools.permutations(med)]
+        p = float(np.mean(np.array(null) <= rho + 1e-12))
+    elif len(fresh) > 8:
+        raise ValueError(f"long must hold at most 8 rows that are not references; got "
+                         f"{len(fresh)}")
+    return {"rows": rows, "rho": rho, "p": p, "n_rows": len(fresh), "lens": lens}
 
 
 def fresh_conditions(conds: Sequence[Condition]) -> list[Condition]:
@@ -488,14 +577,18 @@ def draw_scorecard(card: list, lenses: Sequence[str] = ("contrast", "proxy + end
             col = _colour(c.model)
             ax.plot([x, x], e["ci"], color=col, lw=0.6, alpha=0.5)
             ax.plot([x], [y], "o", ms=4, mfc="none" if e["reference"] else col, mec=col)
-        rs = rank_scores(card, shuffles=200)[lens]
+        rows = _scored(card)
+        rs = {"rho": rank_correlation([e["predicted"][lens] for e in rows],
+                                      [e["k"] / e["n"] for e in rows]),
+              "misses": sum(e["misses"][lens] for e in rows), "n": len(rows)}
         ax.set(ylabel="measured rate", xlim=(-0.05, 1.05), ylim=(-0.05, 1.05),
-               title=f"{lens}: rank correlation {rs['rho']:.2f}, {rs['misses']} of "
-                     f"{rs['n']} missed")
+               title=f"{lens}: rank ρ = {rs['rho']:.2f}\n{rs['misses']} of {rs['n']} "
+                     "missed")
     axes[-1].set_xlabel("predicted success rate")
     for k, v in MODEL_COLOURS.items():
         axes[0].plot([], [], "o", color=v, ms=4, label=k)
-    axes[0].legend(loc="upper left", frameon=False)
+    # the lower right of the top panel is empty: a prediction of 0.6-0.9 is rare there
+    axes[0].legend(loc="lower right", bbox_to_anchor=(0.92, 0.0), frameon=False)
     return fig
 
 

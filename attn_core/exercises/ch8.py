@@ -25,11 +25,12 @@ import torch
 
 from ..chapters import ch8_scorecard as ch
 from ..data import CopyTask
+from ..config import wrap_line
 from ..metrics import outcome_auc, wilson_interval
 from . import Wrong, as_array, checker, expect_number, matches
 
 __all__ = ["check_contrast", "check_auc", "check_predict_rate", "contrast_reference",
-           "auc_reference", "predict_rate_reference", "CONTRAST_CASES"]
+           "auc_reference", "predict_rate_reference", "score_held_out", "CONTRAST_CASES"]
 
 
 class _Refused(Exception):
@@ -207,27 +208,82 @@ def check_predict_rate(predict_rate):
         if matches(got, ch.predict("contrast", counts, L, extra, refs)) or (
                 matches(got, _with_weight(s_kappa, extra, refs))):
             raise Wrong("that is the contrast lens's weight: the best lens moves by the "
-                        "proxy's hit rate, s = (hit − 1/L) / (1 − 1/L)")
+                        "proxy's hit rate, λ = (hit − 1/L) / (1 − 1/L)")
         raise Wrong(f"off for L = {L}, hit = {counts['hit']:.3g}, extra = {extra}: r = "
-                    f"r_flat + (r_control − r_flat)·s, both rates read at `extra`")
+                    f"r_flat + (r_control − r_flat)·λ, both rates read at `extra`")
 
-    def score():
-        held = {c.name: c for c in ch.held_out_conditions()}
-        parts = []
-        for row, cfg_fields in ch.HELD_OUT_ROWS.items():
-            cfg = ch.held_out_config(row)
-            counts = ch.count_lens(ch.condition_task(cfg.length, cfg.task().vocab,
-                                                     cfg.distribution))
-            extra = 1.0 if cfg.eos and cfg.eos_side in ("both", "target") else 0.0
-            r = float(predict_rate(dict(counts), cfg.length, extra, refs))
-            c = held[row]
-            lo, hi = wilson_interval(c.k, c.n)
-            verdict = "inside" if lo <= r <= hi else "a miss"
-            parts.append(f"{row}: you {r:.2f}, measured {c.k}/{c.n} ({verdict})")
-        return ("; ".join(parts) + ". A miss at V = 22 says the proxy's hit rate jumps to 1 "
-                "with one spare word, while the runs still need some contrast; the start "
-                "token is read by no lens")
+    return lambda: score_held_out(predict_rate)
+
+
+def score_held_out(predict_rate) -> str:
+    """Exercise 8.3's what-if: ``predict_rate(counts, length, extra, refs)``, any lens,
+    scored on the four held-out conditions as the committed predictions were: the range
+    of successes runs from the central 95% range of Binomial(40, r) with every reference
+    rate at its low 95% Wilson bound to that with every one at its high bound; a measured
+    count outside it is a miss, named with what it says. Returns the text, one line a
+    condition and one a miss, wrapped to the book's column; the checker's ✓ line is this
+    for the right lens."""
+    if not callable(predict_rate):
+        raise TypeError(f"predict_rate must be a function (counts, length, extra, refs) -> "
+                        f"rate; got {type(predict_rate).__name__}")
+    refs = ch.references(ch.conditions())
+    # the reference rates at their 95% Wilson bounds, for the range (as the book's)
+    low_refs, high_refs = (_bounded(refs, side) for side in (0, 1))
+    held = {c.name: c for c in ch.held_out_conditions()}
+    parts, why = [], []
+    for row in ch.HELD_OUT_ROWS:
+        cfg = ch.held_out_config(row)
+        counts = ch.count_lens(ch.condition_task(cfg.length, cfg.task().vocab,
+                                                 cfg.distribution))
+        extra = 1.0 if cfg.eos and cfg.eos_side in ("both", "target") else 0.0
+        r, low, high = (_rate_of(predict_rate, counts, cfg.length, extra, refs_at, row)
+                        for refs_at in (refs, low_refs, high_refs))
+        c = held[row]
+        lo, hi = ch.binomial_range(low, c.n)[0], ch.binomial_range(high, c.n)[1]
+        inside = lo <= c.k <= hi
+        verdict = "inside" if inside else ("a miss, above" if c.k > hi else "a miss, below")
+        parts.append(f"{row}: you {r:.2f}, so {lo}-{hi} of {c.n}; measured {c.k} "
+                     f"({verdict})")
+        if not inside:
+            why.append(_MISSED[row])
+    return wrap_line("\n".join(parts + [w + "." for w in why]))
     return score
+
+
+def _bounded(refs: dict, side: int) -> dict:
+    """``refs`` with every reference count k of n replaced by n times its Wilson bound
+    (``side`` 0: low, 1: high), so that k / n reads the bound."""
+    out = dict(refs)
+    for kind in ("flat", "control"):
+        e, k, n = refs[kind]
+        k = np.array([n_ * wilson_interval(int(k_), int(n_))[side] for k_, n_ in zip(k, n)])
+        out[kind] = (e, k, n)
+    return out
+
+
+def _rate_of(predict_rate, counts, length, extra, refs, row) -> float:
+    out = np.asarray(predict_rate(dict(counts), length, extra, refs))
+    if out.size != 1 or out.dtype.kind not in "biuf":
+        raise TypeError(f"predict_rate must return one number; for {row} it returned "
+                        f"{out.dtype} of shape {out.shape}")
+    r = float(out.reshape(()))
+    if not 0 <= r <= 1:                                      # NaN fails this too
+        raise ValueError(f"predict_rate returned {r:.3g} for {row}: a rate must be in "
+                         f"[0, 1]")
+    return r
+
+
+#: What a miss on a held-out condition says (Exercise 8.3's score).
+_MISSED = {
+    "V=22, both": "V = 22: two spare words make the proxy's hit rate 1 while the contrast "
+                  "stays small, and the runs (32 of 40) fall between what the two say",
+    "V=24, both": "V = 24: four spare words are enough for nearly every run (39 of 40), so "
+                  "a lens must reach the control's rate by then",
+    "V=24, none": "V = 24 without the end token: all 40 copy, as with it (39): with four "
+                  "spare words the end step costs nothing a lens can see",
+    "start, both": "start token: a source token that copies nothing, which no lens reads; "
+                   "the runs copy as seldom as permutations with the end token (2 of 40)",
+}
 
 
 def _with_weight(s: float, extra: float, refs: dict) -> float:
