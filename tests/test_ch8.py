@@ -201,3 +201,27 @@ def test_delays_read_the_long_rows_and_their_medians(conds, refs):
     assert np.isnan(ch.delays(flat, long)["rho"])
     with pytest.raises(ValueError, match="long must hold rows of chapter 7's sweep"):
         ch.delays(card, {"x": long["both, L=20"]})
+
+
+def test_a_smoke_run_in_full_mode_reads_the_same_conditions(conds, monkeypatch):
+    """The full-mode smoke run (ATTN_MAX_STEPS) labels chapter 5's live heads by rank; the
+    stored heads it reads keep their stored labels, so chapter 8 finds every condition."""
+    monkeypatch.setenv("ATTN_MODE", "full")
+    monkeypatch.setenv("ATTN_MAX_STEPS", "2")
+    smoke = ch.conditions()
+    assert [c.label for c in smoke] == [c.label for c in conds]
+    assert all((a.ok == b.ok).all() for a, b in zip(smoke, conds))
+
+
+def test_the_scorecard_text_fits_the_column_and_cuts_nothing(conds, refs):
+    card = ch.scorecard(conds, refs)
+    text = ch.format_scorecard(card)
+    assert max(len(x) for x in text.splitlines()) <= 74
+    for e in card:                                      # every name and model whole
+        assert f"ch{e['condition'].chapter} {e['condition'].name} " in text
+    misses = ch.format_scorecard(card, misses_only=True)
+    best = [e for e in card if e["misses"]["proxy + end step"] and not e["reference"]]
+    assert misses.count("    missed: ") == len(best)
+    assert all(f"missed: {e['explain']}\n" in misses + "\n" for e in best)
+    with pytest.raises(TypeError, match="misses_only must be"):
+        ch.format_scorecard(card, misses_only="yes")

@@ -512,6 +512,7 @@ def stored_configs() -> list[HeadsRun]:
     if not all(stored_path(c).exists() for c in screen):
         return screen          # store the screen first; the combinations follow from it
     final = np.stack([load_entry(c).metrics["token_acc"][:, -1] for c in screen], axis=1)
-    labels = cfg.labels(final)
+    # stored entries are whole runs, even in a smoke run: their labels are never by rank
+    labels = classify_heads(final, cfg.good, cfg.bad)
     return (screen + list(combination_configs(cfg, labels).values())
             + [cfg.control_run(cfg.pools(labels)["bad"])])
