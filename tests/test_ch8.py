@@ -225,3 +225,27 @@ def test_the_scorecard_text_fits_the_column_and_cuts_nothing(conds, refs):
     assert all(f"missed: {e['explain']}\n" in misses + "\n" for e in best)
     with pytest.raises(TypeError, match="misses_only must be"):
         ch.format_scorecard(card, misses_only="yes")
+
+
+def test_the_new_figures_draw_their_data_readably(conds, refs):
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    from attn_core import plotting
+
+    plotting.set_style()
+    card = ch.scorecard(conds, refs)
+    fig = ch.draw_delays(card)
+    lines = [x for x in fig.axes[0].get_lines() if len(x.get_xdata()) > 2]
+    assert len(lines) == 9                              # one curve a long row
+    assert plotting.rendered_text_pt(fig)["phone"] >= plotting.MIN_TEXT_PT
+    plt.close(fig)
+    table = ch.held_out_table(ch.load_predictions(), ch.held_out_conditions())
+    fig = ch.draw_held_out(table)
+    dots = [x for x in fig.axes[0].get_lines() if x.get_marker() == "o" and
+            len(x.get_xdata())]
+    assert sorted(float(x.get_xdata()[0]) for x in dots) == sorted(e["k"] for e in table)
+    assert plotting.rendered_text_pt(fig)["phone"] >= plotting.MIN_TEXT_PT
+    plt.close(fig)

@@ -49,7 +49,7 @@ __all__ = ["Condition", "conditions", "FAMILIES", "BUDGET", "HELD_OUT_ROWS",
            "predict", "predict_condition", "condition_counts", "binomial_range", "held_out_predictions", "write_predictions",
            "load_predictions", "explain", "scorecard", "rank_scores", "fresh_conditions",
            "run_scores", "log_score", "speed", "time_scores", "delays", "push_scores", "held_out_table", "format_scorecard",
-           "draw_scorecard", "draw_lens", "MODEL_COLOURS"]
+           "draw_scorecard", "draw_delays", "draw_held_out", "draw_lens", "MODEL_COLOURS"]
 
 #: The lenses that predict a rate: the count table's contrast and the proxy's alignment
 #: (chapters 3-4: only the counts decide), and the proxy with the end step (chapter 7).
@@ -594,6 +594,67 @@ def draw_scorecard(card: list, lenses: Sequence[str] = ("contrast", "proxy + end
         axes[0].plot([], [], "o", color=v, ms=4, label=k)
     # the lower right of the top panel is empty: a prediction of 0.6-0.9 is rare there
     axes[0].legend(loc="lower right", bbox_to_anchor=(0.92, 0.0), frameon=False)
+    return fig
+
+
+def draw_delays(card: list, long: dict | None = None, lens: str = "proxy + end step"):
+    """Late, or never, as a figure: the Kaplan-Meier fraction of runs not yet above the
+    level after each step, for each of chapter 7's long rows (``long``, default
+    :func:`~attn_core.chapters.ch7_end_token.load_long`), coloured by ``lens``'s
+    predicted rate (dashed: the rows the lens was read off), the sweep's budget marked.
+    Every curve that reaches 0 after the budget is a delay the budget called a failure.
+    Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    from .. import plotting
+
+    d = delays(card, long, lens)
+    long = ch7.load_long() if long is None else long
+    preds = sorted({round(r["predicted"], 2) for r in d["rows"]})
+    colours = dict(zip(preds, ("C1", "C2", "C0", "C4", "C5")))
+    fig, ax = plt.subplots(figsize=(plotting.WIDTH_IN, 4.4), layout="constrained")
+    for r in sorted(d["rows"], key=lambda r: r["predicted"]):
+        t, s = kaplan_meier(*ch7.times_to_level(long[r["name"]]))
+        end = float(r["steps"])
+        ax.step(np.append(t, end), np.append(s, s[-1]), where="post", lw=1.4,
+                color=colours[round(r["predicted"], 2)],
+                ls="--" if r["reference"] else "-")
+    for p, col in colours.items():
+        ax.plot([], [], color=col, lw=1.4, label=f"predicted {p:.2f}")
+    ax.plot([], [], color="0.4", ls="--", lw=1.4, label="a reference row")
+    ax.axvline(BUDGET, color="0.4", lw=0.8, ls=":")
+    ax.text(BUDGET, 1.02, f" step {BUDGET}", color="0.4", va="bottom")
+    ax.set(xlabel="training step", ylabel="runs not yet above 0.95", ylim=(-0.02, 1.1),
+           xlim=(0, 2000))
+    ax.legend(loc="upper right", frameon=False)
+    return fig
+
+
+def draw_held_out(table: list):
+    """The held-out conditions (:func:`held_out_table`): for each, each lens's committed
+    range of successes of 40 (a bar, its predicted count a tick) and the measured count (a
+    black dot): a dot on a lens's bar is a prediction that held. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    from .. import plotting
+
+    if not isinstance(table, list) or not table or not all(
+            isinstance(e, dict) and {"row", "k", "n"} <= set(e) for e in table):
+        raise TypeError("table must be a held_out_table(...)")
+    colours = {"contrast": "C3", "proxy": "C0", "proxy + end step": "C2"}
+    fig, ax = plt.subplots(figsize=(plotting.WIDTH_IN, 4.2), layout="constrained")
+    for i, e in enumerate(table):
+        for j, lens in enumerate(LENSES):
+            y = i + (j - 1) * 0.22
+            lo, hi = e[lens]["range"]
+            ax.plot([lo, hi], [y, y], color=colours[lens], lw=5, alpha=0.6,
+                    solid_capstyle="butt", label=lens if i == 0 else None)
+            ax.plot([e[lens]["rate"] * e["n"]] * 2, [y - 0.08, y + 0.08], color="k", lw=1)
+        ax.plot([e["k"]], [i], "o", color="k", ms=6, label="measured" if i == 0 else None)
+    ax.set(yticks=range(len(table)), yticklabels=[e["row"] for e in table],
+           xlabel=f"runs that copy by step {BUDGET}, of {table[0]['n']}",
+           xlim=(-1, table[0]["n"] + 1), ylim=(len(table) - 0.5, -0.5))
+    fig.legend(loc="outside lower center", frameon=False, ncols=2)
     return fig
 
 
