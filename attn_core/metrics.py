@@ -28,6 +28,7 @@ from .checks import (check_bool, check_bool_array, check_fractions, check_int, c
 
 __all__ = ["keyword_probe", "first_step", "holds_from", "wilson_interval", "success_rate",
            "topic_purity", "attended_words", "sen_probe", "eq8_rates", "rank_correlation",
+           "rank_correlation_null",
            "t_interval", "wilson_rate_interval", "rate_difference", "newcombe_interval",
            "fisher_exact", "row_successes", "auc_null", "outcome_auc", "classify_heads",
            "verdict_repeat", "first_to_diagonal", "agreement", "agreement_by_member",
@@ -473,6 +474,31 @@ def rank_correlation(u, v) -> float:
     ra, rb = ra - ra.mean(), rb - rb.mean()
     den = math.sqrt(float((ra ** 2).sum() * (rb ** 2).sum()))
     return float((ra * rb).sum() / den) if den > 0 else float("nan")
+
+
+def rank_correlation_null(u, v, perms) -> np.ndarray:
+    """:func:`rank_correlation` of ``u`` against ``v`` reordered by each row of ``perms``
+    (an (S, n) integer array, each row a permutation of 0..n-1), all at once: the null
+    distribution of a permutation test. Reordering ``v`` reorders its ranks and leaves their
+    spread, so every correlation is one dot product. NaN throughout when either sequence
+    is constant."""
+    a = check_real_array("u", u)
+    b = check_real_array("v", v)
+    if a.ndim != 1 or a.shape != b.shape or a.size < 2:
+        raise ValueError(f"u and v must be 1-D sequences of the same length >= 2; got shapes "
+                         f"{a.shape} and {b.shape}")
+    q = np.asarray(perms)
+    if q.ndim != 2 or q.shape[1] != a.size or q.dtype.kind not in "iu":
+        raise ValueError(f"perms must be an (S, {a.size}) integer array; got "
+                         f"{q.dtype} of shape {q.shape}")
+    if not (np.sort(q, axis=1) == np.arange(a.size)).all():
+        raise ValueError(f"every row of perms must be a permutation of 0..{a.size - 1}")
+    ra, rb = _average_ranks(a), _average_ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    den = math.sqrt(float((ra ** 2).sum() * (rb ** 2).sum()))
+    if den == 0:
+        return np.full(len(q), np.nan)
+    return rb[q] @ ra / den
 
 
 def t_interval(values, confidence: float = 0.95, axis: int = 0):

@@ -299,3 +299,15 @@ def test_a_smoke_run_caps_the_optimal_attentions(monkeypatch):
     assert np.array_equal(theory.optimal_attentions(g, t, steps=500), two)
     monkeypatch.setenv("ATTN_MAX_STEPS", "5000")
     assert np.array_equal(theory.optimal_attentions(g, t, steps=500), free)
+
+
+def test_rank_correlation_null_is_the_correlation_of_each_reordering():
+    from attn_core import metrics
+
+    rng = np.random.default_rng(4)
+    u, v = np.round(rng.normal(size=30), 1), np.round(rng.normal(size=30), 1)   # ties
+    perms = np.array([rng.permutation(30) for _ in range(50)])
+    null = metrics.rank_correlation_null(u, v, perms)
+    loop = [metrics.rank_correlation(u, v[q]) for q in perms]
+    assert null.shape == (50,) and np.allclose(null, loop, atol=1e-12, rtol=0)
+    assert np.isnan(metrics.rank_correlation_null(np.ones(30), v, perms)).all()

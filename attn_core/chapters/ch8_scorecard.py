@@ -32,7 +32,8 @@ import torch
 
 from ..checks import check_bool, check_choice, check_int, check_real
 from ..data import CopyTask
-from ..metrics import outcome_auc, rank_correlation, wilson_interval
+from ..metrics import (outcome_auc, rank_correlation, rank_correlation_null,
+                       wilson_interval)
 from ..stats import kaplan_meier
 from ..rows import load_table, write_table
 from . import ch7_end_token as ch7
@@ -346,12 +347,12 @@ def _rank_p(rows: list, measured: np.ndarray, shuffles: int, seed: int) -> dict:
     its one-sided permutation p (``shuffles`` seeded reassignments of ``measured``)."""
     shuffles = check_int("shuffles", shuffles, 1, 10 ** 6)
     rng = np.random.default_rng(check_int("seed", seed, 0))
-    perms = [rng.permutation(len(rows)) for _ in range(shuffles)]
+    perms = np.array([rng.permutation(len(rows)) for _ in range(shuffles)])
     out = {}
     for lens in LENSES:
         pred = np.array([e["predicted"][lens] for e in rows])
         rho = rank_correlation(pred, measured)
-        null = np.array([rank_correlation(pred, measured[q]) for q in perms])
+        null = rank_correlation_null(pred, measured, perms)
         p = float((1 + np.sum(null >= rho - 1e-12)) / (1 + shuffles)) if np.isfinite(
             rho) else float("nan")
         out[lens] = {"rho": rho, "p": p, "n": len(rows)}
