@@ -124,6 +124,7 @@ def test_explain_names_the_chapter(conds):
     why = {c.label: ch.explain(c) for c in conds}
     assert why["ch6 sweep: learned"] == "ch6: positions"
     assert why["ch5 heads: random"] == "ch5: heads"
+    assert why["ch7 rescue: 1 head, end token"] == "ch5: a GRU"
     assert why["ch7 causes: SGD, both"] == "ch7: SGD"
     with pytest.raises(TypeError, match="c must be a Condition"):
         ch.explain("x")
@@ -218,7 +219,7 @@ def test_the_scorecard_text_fits_the_column_and_cuts_nothing(conds, refs):
     text = ch.format_scorecard(card)
     assert max(len(x) for x in text.splitlines()) <= 74
     for e in card:                                      # every name and model whole
-        assert f"ch{e['condition'].chapter} {e['condition'].name} " in text
+        assert f"{e['condition'].label} " in text
     misses = ch.format_scorecard(card, misses_only=True)
     best = [e for e in card if e["misses"]["proxy + end step"] and not e["reference"]]
     assert misses.count("    missed: ") == len(best)

@@ -282,8 +282,10 @@ def explain(c: Condition) -> str:
         return "ch4: fixed reordering"
     if c.model.startswith("Transformer"):
         return "ch6: positions"
-    if "heads" in c.model or c.model.startswith("GRU"):
+    if "heads" in c.model:
         return "ch5: heads"
+    if c.model.startswith("GRU"):
+        return "ch5: a GRU"
     if c.notes:
         return f"ch{c.chapter}: {c.notes}"
     if c.length != 20 or c.budget != BUDGET:
@@ -530,19 +532,20 @@ def held_out_table(predictions: dict, held: Sequence[Condition]) -> list[dict]:
 
 def format_scorecard(card: list, lens: str = "proxy + end step",
                      misses_only: bool = False) -> str:
-    """The scorecard as text, at most 74 columns: each condition, its model, ``lens``'s
-    predicted rate and the measured successes; under a miss, the chapter that explains
-    it (and under a reference row, that it is one). Nothing is cut short."""
+    """The scorecard as text, at most 74 columns: each condition (its chapter, family and
+    row: :attr:`Condition.label`), its model, ``lens``'s predicted rate and the measured
+    successes; under a miss, the chapter that explains it (and under a reference row,
+    that it is one). Nothing is cut short."""
     lens = check_choice("lens", lens, LENSES)
     misses_only = check_bool("misses_only", misses_only)
-    lines = [f"{'condition':44s} {'model':11s} {'pred':>4s} {'meas':>6s}", "-" * 74]
+    lines = [f"{'condition':49s} {'model':11s} {'pred':>4s} {'meas':>6s}", "-" * 74]
     for e in _scoredall(card):
         c = e["condition"]
         if misses_only and not (e["misses"][lens] and not e["reference"]):
             continue
         model = c.model.replace("Transformer", "Transf.").replace(", ", " ")
         model = model.replace(" heads", "h").replace(" head", "h")
-        lines.append(f"{f'ch{c.chapter} {c.name}':44s} {model:11s} "
+        lines.append(f"{c.label:49s} {model:11s} "
                      f"{e['predicted'][lens]:4.2f} {e['k']:>3d}/{e['n']}")
         if e["reference"]:
             lines.append("    (a reference row)")
