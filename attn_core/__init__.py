@@ -22,7 +22,8 @@ The package map (shared library first, then one module per chapter):
 - :mod:`attn_core.exercises` ``ch1``, ``ch2``, ...: each chapter's answer checkers
 """
 
-from .config import Preset, describe, get_device, get_mode, set_seed, set_threads
+from .config import (Preset, describe, get_device, get_mode, report, set_seed,
+                     set_threads)
 
 __version__ = "0.1.0"
 

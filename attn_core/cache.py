@@ -76,7 +76,8 @@ import numpy as np
 import torch
 
 from .checks import check_bool
-from .config import env_cache, env_max_steps, env_smoke_batch, get_device, get_mode, wrap_line
+from .config import (env_cache, env_max_steps, env_smoke_batch, get_device, get_mode,
+                     report_line, wrap_line)
 from .training import GROUP_STORE, History, eval_schedule
 
 __all__ = ["cache_dir", "cache_key", "check_cache_name", "code_identity", "save_history",
@@ -875,7 +876,7 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
         noted = f"{config_class.__module__}.{config_class.__qualname__}\0{why}"
         if verbose and noted not in _NOTED:
             _NOTED.add(noted)
-            print(wrap_line(f"[cache] {shown}: not cached -- {why}"))
+            report_line(f"[cache] {shown}: not cached -- {why}")
         root = None
     path = None if root is None else root / f"{name}-{key}.npz"
     if path is not None:
@@ -898,8 +899,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
             if verbose:
                 # One short line for the reader (the folder is the reader's own, named by
                 # ATTN_CACHE; printing it would put a machine path into the book).
-                print(wrap_line(f"[cache] {shown}: reused the result computed on "
-                                f"{h.saved_at[:10]} ({h.seconds:.0f} s)"))
+                report_line(f"[cache] {shown}: reused the result computed on "
+                            f"{h.saved_at[:10]} ({h.seconds:.0f} s)")
             return h
     store = None if path is None else _GroupStore(path.with_suffix(".parts"), name)
     token = GROUP_STORE.set(store)
@@ -908,8 +909,8 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
     finally:
         GROUP_STORE.reset(token)
     if store is not None and store.loaded and verbose:
-        print(wrap_line(f"[cache] {shown}: resumed an interrupted run ({len(store.loaded)} "
-                        f"finished group(s) reused, the rest trained now)"))
+        report_line(f"[cache] {shown}: resumed an interrupted run ({len(store.loaded)} "
+                    f"finished group(s) reused, the rest trained now)")
     if not isinstance(h, History):
         raise TypeError(f"compute() must return a History; got {type(h).__name__}")
     h.cached = False
@@ -935,6 +936,6 @@ def cached_history(name: str, config: dict, compute: Callable[[], History],
         print(wrap_line(f"[smoke] {shown}: at most {cap} steps{per} (ATTN_MAX_STEPS), "
                         f"not cached"))
     elif verbose:
-        print(wrap_line(f"[cache] {shown}: computed in {h.seconds:.0f} s"
-                        + (" (saved)" if saved else "")))
+        report_line(f"[cache] {shown}: computed in {h.seconds:.0f} s"
+                    + (" (saved)" if saved else ""))
     return h

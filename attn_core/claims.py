@@ -591,3 +591,7 @@ class Claims:
             raise AssertionError(f"{len(failed)} of {n} claims of {self.title} fail "
                                  f"({self.summary()}):\n{report}")
         print(f"all {n} claims of {self.title} hold: {self.summary(counts_only=True)}")
+        from .config import report_summary
+        quiet = report_summary()              # the one bookkeeping line of the chapter
+        if quiet:
+            print(quiet)

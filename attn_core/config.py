@@ -37,7 +37,8 @@ from .checks import check_int
 __all__ = ["MODES", "DEVICE_KINDS", "Preset", "available_cores", "describe", "env_cache",
            "first_seeds", "env_stored", "STORED_MODES",
            "env_cluster", "env_mode", "env_smoke_batch", "env_threads", "env_workers",
-           "get_device", "get_mode", "set_seed", "set_threads"]
+           "get_device", "get_mode", "set_seed", "set_threads", "report", "report_line",
+           "report_summary"]
 
 MODES = ("fast", "full", "auto")
 #: The device kinds experiments may run on (see :func:`get_device`).
@@ -341,6 +342,54 @@ def wrap_line(text: str) -> str:
     return "\n".join(textwrap.fill(part, width=LINE_WIDTH, subsequent_indent="  ",
                                     break_on_hyphens=False)
                       for part in text.split("\n"))
+
+
+#: The package's bookkeeping lines of this process ([cache]: reused or computed results;
+#: [stored]: stored runs re-checked live), kept for :func:`report` instead of printed: the
+#: page is for the reader. What goes wrong is still printed or raised where it happens.
+_REPORT: list[str] = []
+
+
+def report_line(text: str) -> None:
+    """Keep ``text``, one bookkeeping line ("[cache] …", "[stored] …"), for :func:`report`
+    without printing it."""
+    if not isinstance(text, str) or not text.strip():
+        raise TypeError(f"text must be a non-empty str; got {type(text).__name__} {text!r:.40}")
+    _REPORT.append(" ".join(text.split()))
+
+
+def report(show: bool = True) -> list[str]:
+    """The bookkeeping lines of this process so far, in order: which results came from the
+    cache (and when they were computed), which were computed and saved, which stored runs
+    were re-checked live and how closely they matched. ``show``: also print them, each
+    wrapped to the book's column. Returns the lines."""
+    if not isinstance(show, bool):
+        raise TypeError(f"show must be True or False; got {type(show).__name__}")
+    lines = list(_REPORT)
+    if show:
+        print("\n".join(wrap_line(x) for x in lines) if lines else "(no cached or stored "
+              "results used yet)")
+    return lines
+
+
+def report_summary() -> str:
+    """One quiet line on the bookkeeping of this process, or "" when there is none: how many
+    results were reused from the cache, computed now, and taken from stored runs re-checked
+    live (their details: :func:`report`)."""
+    kinds = {"reused": 0, "computed": 0, "stored": 0}
+    for line in _REPORT:
+        if line.startswith("[stored]"):
+            kinds["stored"] += 1
+        elif ": reused the result" in line:
+            kinds["reused"] += 1
+        else:
+            kinds["computed"] += 1
+    if not _REPORT:
+        return ""
+    parts = [f"{n} {what}" for what, n in (("reused from the cache", kinds["reused"]),
+                                           ("computed now", kinds["computed"]),
+                                           ("stored, re-checked live", kinds["stored"])) if n]
+    return wrap_line(f"(results: {', '.join(parts)}; attn_core.report() lists them)")
 
 
 def describe(mode: str | None = None) -> str:

@@ -53,7 +53,7 @@ import torch
 
 from .cache import atomic_write, read_entry, save_history
 from .checks import check_int
-from .config import env_max_steps, env_stored, get_mode, wrap_line
+from .config import env_max_steps, env_stored, get_mode, report_line
 from .training import History, eval_schedule
 
 __all__ = ["STORE", "MANIFEST", "ENVELOPES", "FACTOR", "FLOOR_VALUE", "FLOOR_TOKENS",
@@ -568,8 +568,8 @@ def stored_run(config, live: int = 1, upto: int | None = None) -> History:
         # One short line for the reader; how close (report.describe()) is on h.check, and
         # the setup page explains the check.
         how = "bitwise" if report.bitwise else "within the spread"
-        print(wrap_line(f"[stored] {config.display_name()}: {which} of {n} retrained"
-                        f"{part}, match {how}"))
+        report_line(f"[stored] {config.display_name()}: {which} of {n} retrained"
+                    f"{part}, match {how}")
     h.stored = True
     h.live = now
     return h

@@ -10,7 +10,8 @@ It reports (and exits 1 on any):
 - figures whose smallest text is under 9 pt once fitted to the column (desktop, phone),
   from the ``attn_text_pt`` the book's style records with every figure and slider;
 - controls that look live but are not (ipywidgets outside a kernel-free figure slider);
-- object reprs (``<... at 0x...>``, ``Text(...)``) and machine paths in the outputs.
+- object reprs (``<... at 0x...>``, ``Text(...)``), machine paths, the package's
+  bookkeeping lines (``[cache]``, ``[stored]``) and dates in the outputs.
 
 Screenshots of the page go to ``/tmp/page_check/<name>-<width>.png``.
 """
@@ -35,6 +36,9 @@ SHOTS = Path("/tmp/page_check")
 REPR = re.compile(r"<[\w.]+(?: object)? at 0x[0-9a-f]+>|^Text\(|^\[<matplotlib|"
                   r"^<matplotlib\.|^\(?<Figure size", re.M)
 PATHS = re.compile(r"(/tmp/|/root/|/home/|/work/|/Users/|[A-Z]:\\\\)")
+#: The package's bookkeeping ([cache], [stored] lines) and dates: not for the reader's page
+#: (#55; attn_core.report() lists the bookkeeping, the setup page explains it).
+BOOKKEEPING = re.compile(r"^\[(cache|stored)\]|\b20\d\d-[01]\d-[0-3]\d\b", re.M)
 
 
 def notebook_problems(nb: dict) -> list[str]:
@@ -53,6 +57,10 @@ def notebook_problems(nb: dict) -> list[str]:
                 if REPR.search(text) and o.get("output_type") == "execute_result" \
                         or re.search(r" at 0x[0-9a-f]{6,}>", text):
                     out.append(f"cell {i}: an object repr in the output: {text[:70]!r}")
+                b = BOOKKEEPING.search(text)
+                if b:
+                    out.append(f"cell {i}: bookkeeping or a date on the page: "
+                               f"{text[max(0, b.start() - 10):b.start() + 60]!r}")
                 m = PATHS.search(text) or PATHS.search(json.dumps(data.get("text/html", "")))
                 if m:
                     out.append(f"cell {i}: a machine path in the output: "

@@ -71,3 +71,19 @@ def wait_for_render(timeout_s: float = 900.0) -> None:
     if code != "0":
         pytest.fail(f"the book's render failed (exit status {code}; its output is in "
                     f"_build/build.log)")
+
+
+@pytest.fixture
+def reported():
+    """The package's bookkeeping lines ([cache], [stored]), which it keeps instead of
+    printing: ``reported()`` returns those kept since its last call (or the test's start),
+    joined by newlines, as ``capsys.readouterr().out`` does for printed text."""
+    from attn_core import config
+
+    seen = [len(config.report(show=False))]
+
+    def read() -> str:
+        lines = config.report(show=False)
+        new, seen[0] = lines[seen[0]:], len(lines)
+        return "\n".join(new)
+    return read

@@ -1099,6 +1099,8 @@ CONFIG = [
     case("get_mode-int", lambda: config.get_mode(1), "mode must be a string"),
     case("Preset.get-unknown", lambda: config.Preset(1, 2).get("slow"), "mode must be one of"),
     case("describe-unknown", lambda: config.describe("slow"), "mode must be one of"),
+    case("report_line-text-int", lambda: config.report_line(5), "text must be a non-empty str"),
+    case("report-show-str", lambda: config.report(show="yes"), "show must be True or False"),
     case("set_threads-0", lambda: config.set_threads(0), r"n \(threads\) must be an int"),
     case("set_threads-float", lambda: config.set_threads(1.5), r"n \(threads\) must be an int"),
     case("set_threads-bool", lambda: config.set_threads(True), r"n \(threads\) must be an int"),

@@ -126,13 +126,18 @@ def test_the_checks_catch_what_they_look_for():
     legend = nbformat.v4.new_output("execute_result", data={
         "text/plain": "<matplotlib.legend.Legend at 0x7f00deadbeef>"}, execution_count=1)
     path = nbformat.v4.new_output("stream", name="stdout",
-                                  text="[cache] x: saved to /tmp/attn_cache.x/y.npz\n")
+                                  text="x: saved to /tmp/attn_cache.x/y.npz\n")
+    kept = nbformat.v4.new_output("stream", name="stdout",
+                                  text="[stored] x: member 0 of 3 retrained, match bitwise\n")
+    dated = nbformat.v4.new_output("stream", name="stdout",
+                                   text="x: reused the result computed on 2026-11-24\n")
     ok = nbformat.v4.new_output("display_data", data={"image/png": "AA=="},
                                 metadata={"image/png": {"attn_text_pt": {
                                     "desktop": 12.5, "phone": 9.5}}})
     assert page_check.notebook_problems(nb_with([ok])) == []
     for bad, word in ((small, "6.5 pt on a phone"), (bare, "without the book's style"),
-                      (legend, "object repr"), (path, "machine path")):
+                      (legend, "object repr"), (path, "machine path"),
+                      (kept, "bookkeeping"), (dated, "a date")):
         problems = page_check.notebook_problems(nb_with([bad]))
         assert len(problems) == 1 and word in problems[0], (word, problems)
 

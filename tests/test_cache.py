@@ -335,7 +335,7 @@ def test_bad_attn_cache_fails_before_computing(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------- the cache proper
-def test_cached_history_computes_once(tmp_path, monkeypatch, capsys):
+def test_cached_history_computes_once(tmp_path, monkeypatch, reported):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
     compute = Counter()
     a = cache.cached_history("demo", {"steps": 4}, compute)
@@ -344,7 +344,7 @@ def test_cached_history_computes_once(tmp_path, monkeypatch, capsys):
     assert compute.calls == 2
     _assert_same_history(a, b)
     assert not a.cached and b.cached and not c.cached
-    out = capsys.readouterr().out
+    out = reported()
     assert "computed in" in out and "reused the result computed on" in out
     assert str(tmp_path) not in out   # no machine path in what the book prints
     entries = sorted(tmp_path.glob("demo-*"))
@@ -513,7 +513,7 @@ def _assert_same_model(a, b):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_interrupted_run_resumes_with_its_finished_members(tmp_path, monkeypatch, workers,
-                                                             capsys):
+                                                             reported):
     from attn_core.models import AttentionClassifier
 
     assert hasattr(AttentionClassifier(vocab=10, embed=4, hidden=4, seeds=[0]), "seeds")
@@ -525,10 +525,10 @@ def test_an_interrupted_run_resumes_with_its_finished_members(tmp_path, monkeypa
     parts = sorted((tmp_path / "cache").glob("resume-*.parts/*.npz"))
     assert len(parts) == 2                                  # members 0 and 1 finished, kept
     assert not list((tmp_path / "cache").glob("resume-*.npz"))
-    capsys.readouterr()
+    reported()
     second = _Interrupt()
     h = cache.cached_history("resume", {"n": 1}, _resumable_run(second, workers=workers))
-    assert "resumed an interrupted run (2 finished group(s) reused" in capsys.readouterr().out
+    assert "resumed an interrupted run (2 finished group(s) reused" in reported()
     if workers == 1:                                        # the probe ran in this process
         assert set(second.seen) == {2, 3}                   # 0 and 1 were not trained again
     _assert_same_numbers(h, reference)                      # bitwise the uninterrupted run
@@ -599,7 +599,7 @@ def _part_warnings(record):
 
 
 @pytest.mark.parametrize("wrong", list(WRONG_PARTS))
-def test_a_part_recording_the_wrong_arrays_is_trained_again(tmp_path, monkeypatch, capsys,
+def test_a_part_recording_the_wrong_arrays_is_trained_again(tmp_path, monkeypatch, reported,
                                                             wrong):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
     reference = _resumable_run(_Interrupt())()
@@ -608,7 +608,7 @@ def test_a_part_recording_the_wrong_arrays_is_trained_again(tmp_path, monkeypatc
     part = sorted(tmp_path.glob("resume-*.parts/*.npz"))[0]     # member 0's part
     change, why = WRONG_PARTS[wrong]
     _rewrite_part(part, change)
-    capsys.readouterr()
+    reported()
     second = _Interrupt()
     with pytest.warns(RuntimeWarning) as record:
         h = cache.cached_history("resume", {"n": 6}, _resumable_run(second))
@@ -617,7 +617,7 @@ def test_a_part_recording_the_wrong_arrays_is_trained_again(tmp_path, monkeypatc
                               f"cannot be used (")
     assert why in message and message.endswith("; training that group again")
     assert set(second.seen) == {0, 2, 3}                     # member 0 trained again
-    assert "resumed an interrupted run (1 finished group(s) reused" in capsys.readouterr().out
+    assert "resumed an interrupted run (1 finished group(s) reused" in reported()
     _assert_same_numbers(h, reference)                       # bitwise the uninterrupted run
     _assert_same_model(h.model, reference.model)
 
@@ -671,13 +671,13 @@ def test_parts_are_kept_per_computation_and_need_the_cache(tmp_path, monkeypatch
     assert sorted(tmp_path.glob("*.parts")) == before
 
 
-def test_the_printed_name_can_differ_from_the_key(tmp_path, monkeypatch, capsys):
+def test_the_printed_name_can_differ_from_the_key(tmp_path, monkeypatch, reported):
     """label= names the result in the printed lines only: the key (and the file) stay the
     cache name's (chapter 6 prints its uniform runs as such; their stored key is fixed)."""
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
     cache.cached_history("demo", {"steps": 4}, Counter(), label="demo, uniform attention")
     cache.cached_history("demo", {"steps": 4}, Counter())
-    out = capsys.readouterr().out.splitlines()
+    out = reported().splitlines()
     assert out[0].startswith("[cache] demo, uniform attention: computed in ")
     assert out[1].startswith("[cache] demo: reused the result computed on ")
     assert [p.name.split("-")[0] for p in tmp_path.glob("demo-*")] == ["demo"]
@@ -771,7 +771,7 @@ class UniformKeyword(ch1.KeywordConfig):
                                  hidden=self.hidden, attention="uniform")
 
 
-def test_a_variant_with_the_same_fields_gets_its_own_result(tmp_path, monkeypatch, capsys):
+def test_a_variant_with_the_same_fields_gets_its_own_result(tmp_path, monkeypatch, reported):
     """Issue 35, finding 1: a subclass that overrides model_fn and keeps the fields had the
     base's key, and run() returned the base's History as 'reused'."""
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
@@ -779,13 +779,13 @@ def test_a_variant_with_the_same_fields_gets_its_own_result(tmp_path, monkeypatc
     assert variant.cache_name() == TINY.cache_name() and variant.cache_config() == \
         TINY.cache_config()
     base = TINY.run(progress=False)
-    capsys.readouterr()
+    reported()
     mine = variant.run(progress=False)
-    assert "computed in" in capsys.readouterr().out and not mine.cached
+    assert "computed in" in reported() and not mine.cached
     np.testing.assert_allclose(mine.probes["attn_key"], 1 / 6, rtol=1e-6)   # uniform: its own
     assert not np.allclose(base.probes["attn_key"][:, -1], 1 / 6, rtol=1e-6)
     again = variant.run(progress=False)                 # the same variant: its own entry
-    assert again.cached and "reused the result" in capsys.readouterr().out
+    assert again.cached and "reused the result" in reported()
     _assert_same_numbers(again, mine)
     back = TINY.run(progress=False)                     # and the base keeps its own
     assert back.cached
@@ -830,7 +830,7 @@ class Variant(KeywordConfig):
 """
 
 
-def test_a_notebook_variant_is_keyed_by_its_source(tmp_path, monkeypatch, capsys):
+def test_a_notebook_variant_is_keyed_by_its_source(tmp_path, monkeypatch, reported):
     """In a notebook (IPython's cells), the same variant run again -- even from a cell run
     anew -- reuses its own entry; once its override's source changes, it is another entry."""
     pytest.importorskip("IPython")
@@ -852,7 +852,7 @@ def test_a_notebook_variant_is_keyed_by_its_source(tmp_path, monkeypatch, capsys
     _assert_same_numbers(learned, TINY.run(progress=False, cache=False))
     _cell("ATTENTION = 'learned'\n" + VARIANT_CELL, 4, user)         # a global it reads
     assert not user["Variant"](**fields).run(progress=False).cached
-    assert "not cached" not in capsys.readouterr().out
+    assert "not cached" not in reported()
     assert len(list(tmp_path.glob("keyword-learned-*.npz"))) == 3
 
 
@@ -911,7 +911,7 @@ class Typed(KeywordConfig):
     ("helper", "Typed.model_fn uses helper, whose source cannot be read"),
     ("value", "Typed.model_fn uses SEED, a Generator the cache cannot identify"),
 ])
-def test_code_that_cannot_be_read_is_not_cached(tmp_path, monkeypatch, capsys, where, why):
+def test_code_that_cannot_be_read_is_not_cached(tmp_path, monkeypatch, reported, where, why):
     """A class typed where its source is not kept (``python -c``, a plain Python prompt): its
     runs are computed every time, never saved, and the first one says why, once."""
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path / "cache"))
@@ -931,7 +931,7 @@ def test_code_that_cannot_be_read_is_not_cached(tmp_path, monkeypatch, capsys, w
     config = user["Typed"](**dataclasses.asdict(TINY))
     assert cache.code_identity(user["Typed"]) == (None, why)
     runs = [config.run(progress=False) for _ in range(2)]
-    out = capsys.readouterr().out.replace("\n  ", " ").splitlines()   # lines unwrapped
+    out = reported().replace("\n  ", " ").splitlines()   # lines unwrapped
     assert out[0] == f"[cache] keyword-learned: not cached -- {why}"
     assert len(out) == 3 and all(line.startswith("[cache] keyword-learned: computed in ")
                                  for line in out[1:])

@@ -174,7 +174,7 @@ def _touching(folder, seeds, **kwargs):
 @pytest.mark.filterwarnings("ignore:.*still being processed by the workers have been cancelled")
 def test_an_interrupted_sweep_resumes_and_the_interrupt_cancels_the_jobs(local2, tmp_path,
                                                                         monkeypatch,
-                                                                        capsys):
+                                                                        reported):
     monkeypatch.setenv("ATTN_CACHE", str(tmp_path))
     seeds = list(range(8))
 
@@ -214,7 +214,7 @@ def test_an_interrupted_sweep_resumes_and_the_interrupt_cancels_the_jobs(local2,
     assert len(list(started.iterdir())) <= len(saved) + cluster.n_threads(local2) + 1
     assert len(list(tmp_path.glob("sweep-*.parts/*.npz"))) == 2
     monkeypatch.setattr(cache._GroupStore, "save", real_save)
-    capsys.readouterr()
+    reported()
     h = cache.cached_history("sweep", {"n": 8}, run)
-    assert "resumed an interrupted run (2 finished group(s) reused" in capsys.readouterr().out
+    assert "resumed an interrupted run (2 finished group(s) reused" in reported()
     _assert_bitwise_equal(reference, h)

@@ -219,3 +219,35 @@ def test_wrap_line_wraps_each_line_to_the_column_and_keeps_names_whole():
     assert wrap_line("x" * 10) == "x" * 10
     with pytest.raises(TypeError, match="text must be a str"):
         wrap_line(3)
+
+
+def test_bookkeeping_lines_are_kept_not_printed_and_summarised(capsys, monkeypatch):
+    """#55: the [cache] and [stored] lines go to attn_core.report(), not onto the page; the
+    chapter's claims print one quiet line that counts them."""
+    from attn_core import config
+    from attn_core.claims import Claims
+
+    monkeypatch.setattr(config, "_REPORT", [])        # this test's lines only
+    config.report_line("[cache] demo: reused the result computed on 2026-11-28 (3 s)")
+    config.report_line("[cache] other: computed in 2 s (saved)")
+    config.report_line("[stored] demo: member 0 of 3 retrained, match   bitwise")
+    assert capsys.readouterr().out == ""
+    assert config.report(show=False) == [
+        "[cache] demo: reused the result computed on 2026-11-28 (3 s)",
+        "[cache] other: computed in 2 s (saved)",
+        "[stored] demo: member 0 of 3 retrained, match bitwise"]     # spaces collapsed
+    summary = config.report_summary()
+    assert "reused from the cache" in summary and "attn_core.report() lists them" in summary
+    assert "1 stored, re-checked live" in summary and "2026" not in summary
+    lines = config.report()
+    assert capsys.readouterr().out.count("[cache]") == sum(x.startswith("[cache]")
+                                                           for x in lines)
+    c = Claims("Demo")
+    c.check("D1", "one", kind="identity", measured=1, op="==", threshold=1)
+    c.assert_all()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("all 1 claims of Demo hold") and "\n".join(out[1:]) == summary
+    with pytest.raises(TypeError, match="text must be a non-empty str"):
+        config.report_line("  ")
+    with pytest.raises(TypeError, match="show must be True or False"):
+        config.report(show="yes")

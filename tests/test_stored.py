@@ -72,11 +72,11 @@ def _spread_by(by, member=0, index=1, key="loss"):
     return {f"metrics__{key}": fn}
 
 
-def test_a_stored_run_loads_whole_and_its_live_members_match_bitwise(store, capsys):
+def test_a_stored_run_loads_whole_and_its_live_members_match_bitwise(store, reported):
     path = _store(live=2)
     assert path.parent == store and path.exists()
     h = stored.stored_run(TINY, live=2)
-    out = capsys.readouterr().out
+    out = reported()
     assert "[stored]" in out and "members 0..1 of 3 retrained, match bitwise" in out
     assert h.stored and h.confirmed and h.n_members == 3 and h.live.n_members == 2
     fresh = TINY.train(progress=False)       # what the stored entry must hold
@@ -172,7 +172,7 @@ def test_the_packaged_sweep_must_match_the_manifest(store, monkeypatch):
 
 
 # -------------------------------------------------------------------- the measured envelope
-def test_within_the_envelope_passes_beyond_it_fails(store, capsys):
+def test_within_the_envelope_passes_beyond_it_fails(store, reported):
     """Off the bitwise platform a live member passes within FACTOR x its envelope: a record
     moved by 2 envelopes passes, by 4 it does not."""
     noisy = replace(TINY, lr=TINY.lr * 1.001).first_members(1).train(False)
@@ -185,7 +185,7 @@ def test_within_the_envelope_passes_beyond_it_fails(store, capsys):
     r = stored.stored_run(TINY)
     assert r.confirmed
     assert "largest difference / allowed = 0.67 ('loss' at step" in r.check.describe()
-    assert "member 0 of 3 retrained, match within the spread" in capsys.readouterr().out
+    assert "member 0 of 3 retrained, match within the spread" in reported()
     _rewrite(path, **_spread_by(2 * env[i], index=i))          # 4 envelopes in all
     with pytest.raises(stored.StoredMismatch, match=r"largest difference / allowed = 1\.3 "
                                                     r"\('loss' at step \d+"):
@@ -229,11 +229,11 @@ def test_a_readers_session_goes_on_unconfirmed_and_says_what_to_do(store, monkey
     assert "to train every seed now (~" in out and "s here)" in out
 
 
-def test_attn_stored_off_trains_every_member_now(store, monkeypatch, capsys):
+def test_attn_stored_off_trains_every_member_now(store, monkeypatch, reported):
     monkeypatch.setenv("ATTN_STORED", "off")
     h = stored.stored_run(TINY)                     # nothing stored: trained (and cached)
     assert not getattr(h, "stored", False) and h.n_members == 3
-    assert "[cache]" in capsys.readouterr().out
+    assert "[cache]" in reported()
 
 
 @pytest.mark.parametrize("raw", ["on", "1", "strict "])
@@ -257,20 +257,20 @@ def test_an_entry_stored_for_another_config_is_refused(store):
         stored.stored_run(TINY)
 
 
-def test_full_mode_and_smoke_runs_train_instead(store, monkeypatch, capsys):
+def test_full_mode_and_smoke_runs_train_instead(store, monkeypatch, reported):
     monkeypatch.setenv("ATTN_MODE", "full")
     h = stored.stored_run(TINY)                     # nothing stored: trained (and cached)
     assert not getattr(h, "stored", False) and h.n_members == 3
-    assert "[cache]" in capsys.readouterr().out
+    assert "[cache]" in reported()
     with pytest.raises(ValueError, match="ATTN_MODE=fast"):
         stored.store(TINY, progress=False)
 
 
 # ------------------------------------------------------------------------- prefix checks
-def test_a_prefix_check_trains_only_its_steps_and_checks_their_evaluations(store, capsys):
+def test_a_prefix_check_trains_only_its_steps_and_checks_their_evaluations(store, reported):
     _store()
     h = stored.stored_run(TINY, upto=8)
-    out = capsys.readouterr().out
+    out = reported()
     assert ("member 0 of 3 retrained for its first 8 of 12 steps, match bitwise"
             in " ".join(out.split()))
     assert h.confirmed and h.n_members == 3 and h.eval_steps.tolist() == [0, 4, 8, 12]
@@ -381,13 +381,13 @@ class _TwiceTheRate(CopyConfig):
         return {**super().train_kwargs(), "lr": 2 * self.lr}
 
 
-def test_a_readers_variant_trains_instead_of_loading_the_stored_base(store, capsys):
+def test_a_readers_variant_trains_instead_of_loading_the_stored_base(store, reported):
     _store()
     variant = _TwiceTheRate(**{f: getattr(TINY, f) for f in TINY.__dataclass_fields__})
     assert stored.stored_path(variant) == stored.stored_path(TINY)   # the same fields
     h = stored.stored_run(variant)
     assert not getattr(h, "stored", False) and h.n_members == 3
-    assert "[stored]" not in capsys.readouterr().out
+    assert "[stored]" not in reported()
     base = stored.stored_run(TINY)
     assert base.stored
     assert not np.array_equal(h.metrics["loss"], base.metrics["loss"])
