@@ -127,3 +127,24 @@ def test_as_array_reads_tensors_that_still_require_grad_in_lists_and_tuples():
     np.testing.assert_array_equal(as_array(y, "x"), [3, 6])
     with pytest.raises(Wrong, match="x should be a number or an array of numbers"):
         as_array(["a", y], "x")
+
+
+def test_own_work_refuses_the_library_under_any_name_and_restores_it():
+    """#55: inside own_work a plain library function refuses under every name bound to it
+    (a module attribute, a name imported with from-import), and works again after."""
+    from attn_core import metrics
+    from attn_core.exercises import Wrong, own_work
+    from attn_core.metrics import fisher_exact as bound
+
+    want = metrics.fisher_exact(3, 5, 1, 6)
+    for call in (lambda: metrics.fisher_exact(3, 5, 1, 6), lambda: bound(3, 5, 1, 6)):
+        with pytest.raises(Wrong, match="calls the book's own implementation"):
+            with own_work((metrics, "fisher_exact")):
+                call()
+    assert bound(3, 5, 1, 6) == metrics.fisher_exact(3, 5, 1, 6) == want
+    with pytest.raises(RuntimeError, match="other"):         # the answer's own errors pass
+        with own_work((metrics, "fisher_exact")):
+            raise RuntimeError("other")
+    with pytest.raises(TypeError, match=r"targets must be \(module, name"):
+        with own_work((metrics, "no_such_function")):
+            pass

@@ -64,6 +64,14 @@ def _tt_root(p0, d0, sign=1, coef=1 / R):
         return np.log((1 + sign * np.sqrt(1 - 4 * a * b)) / (2 * a)) / R
 
 
+def _library_step(b0, b1, a, lr):
+    """#55's game: the step computed by the library function the text names."""
+    p = 1 / (1 + math.exp(-a))
+    d = theory.gated_ce_descent(b0, b1, p, lr=lr, steps=1)
+    q = d["p"][1]
+    return np.array([d["beta0"][1], d["beta1"][1], math.log(q / (1 - q))])
+
+
 WRONG = {
     "check_time_to_one": [
         (lambda p0, d0: math.acosh(2) / R, "does not depend on p0"),
@@ -90,6 +98,7 @@ WRONG = {
         (lambda g, p0: "low", "number"),
     ],
     "check_descent_step": [
+        (lambda b0, b1, a, lr: _library_step(b0, b1, a, lr), "the book's own"),
         (lambda b0, b1, a, lr: np.array([b0, b1, a]) + lr * _grad(b0, b1, a), "uphill"),
         (lambda b0, b1, a, lr: np.array([b0, b1, a]) - _grad(b0, b1, a), "learning rate"),
         (lambda b0, b1, a, lr: np.array([b0, b1, a]) - lr * _grad(b0, b1, a, chain=False),

@@ -10,6 +10,7 @@ import pytest
 from exercise_scaffold import gaming_tests, scaffold_tests
 import torch
 
+from attn_core import theory
 from attn_core.chapters import ch4_copy as ch
 from attn_core.data import CopyTask
 from attn_core.exercises import ch4 as ex
@@ -153,6 +154,8 @@ WRONG = {
         (lambda L, eos=False: [0.1, 0.2], "one number"),
     ],
     "check_scaled_counts": [
+        (lambda src, tgt, V: theory.count_table(src.numpy(), tgt.numpy(), V, V)
+         * src.shape[1] / src.shape[0], "the book's own"),
         (lambda src, tgt, V: scaled_counts(src, tgt, V) / src.shape[1], "L·C/n (each"),
         (lambda src, tgt, V: scaled_counts(src, tgt, V) * src.shape[0], "divide by n"),
         (lambda src, tgt, V: scaled_counts(src, tgt, V) * src.shape[0] / src.shape[1],

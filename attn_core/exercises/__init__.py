@@ -36,18 +36,61 @@ usual comparisons.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import traceback
 from dataclasses import dataclass
+from unittest import mock
 
 import numpy as np
 
 from ..config import wrap_line
 
 __all__ = ["Wrong", "Result", "checker", "expect_close", "expect_shape", "expect_number",
-           "expect_pair", "as_array", "matches", "first_mistake", "variant_table", "CHECKERS"]
+           "expect_pair", "as_array", "matches", "first_mistake", "variant_table", "own_work",
+           "CHECKERS"]
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"
+
+
+#: The message of what a refused library function raises (a builtin exception, so that the
+#: swapped code needs nothing from the function's own module).
+_REFUSED = "attn_core: the exercise refuses the library's own function"
+
+
+def _refuse(*args, **kwargs):
+    raise RuntimeError("attn_core: the exercise refuses the library's own function")
+
+
+@contextlib.contextmanager
+def own_work(*targets):
+    """Run the reader's answer with each ``(module, name)`` of ``targets`` (the library's
+    function the exercise asks the reader to write, and its reference) made to raise: an
+    answer that calls it gets :class:`Wrong` saying so, not a ✓. A plain function's code is
+    swapped, so every name bound to it refuses (``from attn_core.metrics import
+    fisher_exact`` too); anything else is replaced in its module. The checker computes
+    what it compares with outside this block."""
+    for t in targets:
+        if not (isinstance(t, tuple) and len(t) == 2 and isinstance(t[1], str)
+                and callable(getattr(t[0], t[1], None))):
+            raise TypeError(f"targets must be (module, name of one of its functions) pairs; "
+                            f"got {t!r:.60}")
+    with contextlib.ExitStack() as stack:
+        for module, name in targets:
+            fn = getattr(module, name)
+            code = getattr(fn, "__code__", None)
+            if code is not None and not code.co_freevars:
+                fn.__code__ = _refuse.__code__
+                stack.callback(setattr, fn, "__code__", code)
+            else:
+                stack.enter_context(mock.patch.object(module, name, _refuse))
+        try:
+            yield
+        except RuntimeError as e:
+            if str(e) != _REFUSED:
+                raise
+            raise Wrong("your function calls the book's own implementation: write the "
+                        "computation yourself") from None
 _MARK = {RIGHT: "✓", WRONG: "✗", NOT_ATTEMPTED: "·"}
 
 #: Every checker, by its function name (filled by :func:`checker`; the tests iterate over it).

@@ -32,7 +32,9 @@ import torch
 from ..chapters.ch4_copy import LuongSeq2Seq, guessing_accuracy
 from ..theory import count_table
 from . import (Wrong, checker, expect_number, expect_pair,
-               expect_shape, matches)
+               expect_shape, matches, own_work)
+from .. import theory
+from ..chapters import ch4_copy
 
 __all__ = ["check_luong_attention", "check_guessing_level", "check_scaled_counts",
            "check_centred_table"]
@@ -325,7 +327,9 @@ _COUNT_HINTS = {
 def check_scaled_counts(scaled_counts):
     """``scaled_counts(src, tgt, V)`` -> the (V, V) table L·C/n of the n sentence pairs."""
     for case, (src, tgt, V) in zip(_COUNT_CASE_NAMES, _count_cases()):
-        got = expect_shape(scaled_counts(src.clone(), tgt.clone(), V), (V, V), "the table",
+        with own_work((theory, "count_table"), (ch4_copy, "scaled_count_table")):
+            answer = scaled_counts(src.clone(), tgt.clone(), V)
+        got = expect_shape(answer, (V, V), "the table",
                            "one row per input word and one column per output word, 0..V−1, "
                            "even a word that never occurs (np.bincount's minlength)")
         want = _counts_reference(src, tgt, V)

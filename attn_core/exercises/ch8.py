@@ -17,8 +17,6 @@ Used in ``notebooks/08_scorecard.ipynb`` as ``from attn_core.exercises import ch
 
 from __future__ import annotations
 
-import contextlib
-from unittest import mock
 
 import numpy as np
 import torch
@@ -27,31 +25,10 @@ from ..chapters import ch8_scorecard as ch
 from ..data import CopyTask
 from ..config import wrap_line
 from ..metrics import outcome_auc, wilson_interval
-from . import Wrong, as_array, checker, expect_number, matches
+from . import Wrong, as_array, checker, expect_number, matches, own_work
 
 __all__ = ["check_contrast", "check_auc", "check_predict_rate", "contrast_reference",
            "auc_reference", "predict_rate_reference", "score_held_out", "CONTRAST_CASES"]
-
-
-class _Refused(Exception):
-    """Raised by the library's function while a checker runs the reader's answer."""
-
-
-@contextlib.contextmanager
-def _own_work(*targets):
-    """Run the reader's answer with each ``(module, name)`` of ``targets`` replaced by a
-    function that raises: the answer must compute, not call the library."""
-    def refuse(*args, **kwargs):
-        raise _Refused()
-
-    with contextlib.ExitStack() as stack:
-        for module, name in targets:
-            stack.enter_context(mock.patch.object(module, name, refuse))
-        try:
-            yield
-        except _Refused:
-            raise Wrong("your function calls the book's own implementation: write the "
-                        "computation yourself") from None
 
 
 # ------------------------------------------------------------------ Exercise 8.1 (code)
@@ -107,7 +84,7 @@ def check_contrast(contrast):
 
     for L, V, dist, n, seed in CONTRAST_CASES:
         task, src, tgt, align = _batch(L, V, dist, n, seed)
-        with _own_work((mod, "count_lens"), (mod, "_count_lens")):
+        with own_work((mod, "count_lens"), (mod, "_count_lens")):
             got = expect_number(contrast(src.clone(), tgt.clone(), align.clone(), V),
                                 f"contrast(...) for {dist}, L = {L}, V = {V}", finite=True)
         want = contrast_reference(src, tgt, align, V)
@@ -152,7 +129,7 @@ def check_auc(auc):
 
     for score, ok in _auc_cases():
         s, o = np.array(score), np.array(ok)
-        with _own_work((metrics, "outcome_auc"), (metrics, "auc_null")):
+        with own_work((metrics, "outcome_auc"), (metrics, "auc_null")):
             got = expect_number(auc(s.copy(), o.copy()), "auc(score, ok)", finite=True)
         want = auc_reference(s, o)
         if matches(got, want, rtol=1e-9, atol=1e-12):
@@ -195,7 +172,7 @@ def check_predict_rate(predict_rate):
     conds = ch.conditions()
     refs = ch.references(conds)
     for counts, L, extra in _predict_cases(refs):
-        with _own_work((mod, "predict"), (mod, "predict_condition")):
+        with own_work((mod, "predict"), (mod, "predict_condition")):
             got = expect_number(predict_rate(dict(counts), L, extra, refs),
                                 "predict_rate(...)", finite=True)
         want = predict_rate_reference(counts, L, extra, refs)
