@@ -192,7 +192,13 @@ class Claim:
         u = self.untrained
         if self.op == _HOLDS:
             return "holds" if u else "fails"
-        return _format_values(u) if isinstance(u, tuple) else format_number(u)
+        # an untrained model often has nothing to measure (a rank of a score that never
+        # moved, a ratio 0/0): say so, not "nan"
+        if isinstance(u, tuple):
+            text = _format_values(u)
+            return "undefined" if text.startswith("all nan") or text == "[" + ", ".join(
+                ["nan"] * len(u)) + "]" else text.replace("nan", "undef.")
+        return "undefined" if _is_real(u) and math.isnan(float(u)) else format_number(u)
 
     @property
     def measured_text(self) -> str:

@@ -353,3 +353,18 @@ def test_table_and_summary_keep_findings_and_identities_apart(capsys):
     assert 'class="attn-claim-finding"' in html and 'class="attn-claim-identity"' in html
     c.assert_all()
     assert "all 3 claims of Chapter 9 hold: 2 findings and 1 identity" in capsys.readouterr().out
+
+
+def test_an_untrained_value_with_nothing_to_measure_reads_undefined():
+    """#55: no raw nan in a claims table: an untrained model's NaN (a rank of a score that
+    never moved, a ratio 0/0) reads "undefined"."""
+    c = Claims("T")
+    c.check("A", "rank", kind="finding", measured=0.5, op=">=", threshold=0.25,
+            untrained=float("nan"))
+    c.check("B", "seq", kind="finding", measured=[0.5, 0.6], op=">=", threshold=0.25,
+            untrained=[float("nan"), 0.1])
+    c.check("C", "plain", kind="finding", measured=0.5, op=">=", threshold=0.25,
+            untrained=0.1)
+    a, b, plain = (r.untrained_text for r in c._rows)
+    assert a == "undefined" and b == "[undef., 0.1]" and plain == "0.1"
+    assert "nan" not in c.html()
