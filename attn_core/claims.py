@@ -51,6 +51,7 @@ import html as _html
 
 import math
 import numbers
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +111,12 @@ def format_number(x) -> str:
     if ax >= 100:
         return f"{x:.0f}"
     return f"{x:.3g}"
+
+
+def _shown_len(text: str) -> int:
+    """How many columns ``text`` takes in a monospace table: combining marks (the bar of
+    γ̄) take none, so padding by ``len`` would eat the gap after them."""
+    return sum(not unicodedata.combining(ch) for ch in text)
 
 
 def _sci(x: float) -> str:
@@ -523,11 +530,12 @@ class Claims:
         if not has_paper:  # no paper values: the statement gets the paper column's room
             caps[1] += caps[4] + len(_GAP)
         cells = [[_fit(c, w) for c, w in zip(row, caps)] for row in cells]
-        widths = [max(len(row[j]) for row in cells) for j in range(len(caps))]
+        widths = [max(_shown_len(row[j]) for row in cells) for j in range(len(caps))]
         if not has_paper:
             cells = [row[:4] + row[5:] for row in cells]
             widths = widths[:4] + widths[5:]
-        lines = [(_GAP.join(c.ljust(w) for c, w in zip(row[:-1], widths[:-1])) + " " + row[-1])
+        lines = [(_GAP.join(c + " " * (w - _shown_len(c)) for c, w in zip(row[:-1], widths[:-1]))
+                  + " " + row[-1])
                  .rstrip() for row in cells]
         rule = "-" * max(len(line) for line in lines)
         body, previous = [], None

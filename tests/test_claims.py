@@ -2,6 +2,7 @@
 one AssertionError lists all failures, the table marks the right rows, inputs are validated."""
 
 import math
+import unicodedata
 
 import numpy as np
 import pytest
@@ -368,3 +369,16 @@ def test_an_untrained_value_with_nothing_to_measure_reads_undefined():
     a, b, plain = (r.untrained_text for r in c._rows)
     assert a == "undefined" and b == "[undef., 0.1]" and plain == "0.1"
     assert "nan" not in c.html()
+
+
+def test_a_combining_mark_does_not_eat_the_gap_before_the_verdict():
+    """#55: chapter 1's paper value "γ_L ≈ γ̄" ran into the ✓: a combining mark takes no
+    column, so the table pads by what is shown."""
+    c = Claims("T")
+    c.check("G6", "late", kind="identity", measured=0.1, op="<", threshold=0.2,
+            paper="γ_L ≈ γ̄")
+    c.check("G7", "other", kind="identity", measured=0.1, op="<", threshold=0.2,
+            paper="≫ 0")
+    rows = [x for x in c.table().splitlines() if x.startswith("G")]
+    shown = [sum(not unicodedata.combining(ch) for ch in x) for x in rows]
+    assert shown[0] == shown[1] and rows[0].endswith("γ̄ ✓")
