@@ -127,6 +127,14 @@ def _design(sink, loss):
 
 
 # ------------------------------------------------------------------ known wrong answers
+@pytest.fixture(autouse=True)
+def _fresh_tries():
+    """Each test is a new session for Exercise 7.2's limit on wrong designs."""
+    ex._TRIES["wrong"] = 0
+    yield
+    ex._TRIES["wrong"] = 0
+
+
 WRONG = {
     "check_fisher_p": [
         (lambda *a: fisher_exact(*a), "the book's own"),
@@ -379,4 +387,20 @@ def test_float32_and_tensor_answers_are_accepted(capsys):
     assert ex.check_mass_by_class(lambda al, *a: {c: torch.tensor(v, dtype=torch.float32)
                                                   for c, v in mass_by_class(
                                                       al.astype(np.float32), *a).items()})
+    capsys.readouterr()
+
+
+def test_the_design_exercise_cannot_be_won_by_trying_every_condition(capsys):
+    """#55: after DESIGN_TRIES wrong designs the checker grades none, not even the right
+    one, and says why; the limit is per session."""
+    tries = [lambda h, c=c: dict(ch.CONDITIONS[c]) for c in ch.CONDITIONS
+             if c not in ex.HYPOTHESES.values()]
+    for answer in tries[:ex.DESIGN_TRIES]:
+        r = ex.check_ablation(answer)
+        assert r.status == "wrong" and "no longer grades" not in r.message
+    for answer in (tries[ex.DESIGN_TRIES], ex.ablation_reference):
+        r = ex.check_ablation(answer)
+        assert r.status == "wrong" and "no longer grades designs" in r.message
+    ex._TRIES["wrong"] = 0                                  # a new kernel
+    assert ex.check_ablation(ex.ablation_reference)
     capsys.readouterr()
