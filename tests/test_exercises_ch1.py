@@ -88,6 +88,8 @@ WRONG = {
         (lambda p0, d0: round(float(time_to_one(p0, d0)), 3), "root-finder"),
     ],
     "check_lowest_attention": [
+        (lambda gap, p0: float(theory.gated_flow_closed_form(
+            gap / 2, -gap / 2, p0, np.linspace(0, 8, 80_001))["p"].min()), "the book's own"),
         (lambda g, p0: p0, "dips below p0"),
         (lambda g, p0: p0 if g <= 0 else np.sqrt(p0 ** 2 - g ** 2), "gap²"),
         (lambda g, p0: np.sqrt(p0 ** 2 - g ** 2 / 2) if abs(g) < R * p0 else float("nan"),

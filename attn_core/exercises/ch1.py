@@ -167,8 +167,13 @@ def _lowest_reference(gap: float, p0: float) -> float:
 @checker("Exercise 1.2: how low p dips from a slightly backwards start")
 def check_lowest_attention(lowest_attention):
     """``lowest_attention(gap, p0)``: the lowest p along the flow, for gap < √2·p0."""
-    got = np.array([expect_number(lowest_attention(g, p0), f"lowest_attention({g}, {p0})")
-                    for g, p0 in LOWEST_CASES])
+    # the derivation is the exercise: the package's flows (closed form or numerical)
+    # refuse while the answer runs
+    with own_work((theory, "gated_flow"), (theory, "gated_flow_closed_form"),
+                  (theory, "gated_flow_critical_gap")):
+        got = np.array([expect_number(lowest_attention(g, p0),
+                                      f"lowest_attention({g}, {p0})")
+                        for g, p0 in LOWEST_CASES])
     want = np.array([_lowest_reference(g, p0) for g, p0 in LOWEST_CASES])
     gaps, p0s = np.array(LOWEST_CASES).T
     with np.errstate(invalid="ignore"):
