@@ -612,8 +612,8 @@ def draw_delays(card: list, long: dict | None = None, lens: str = "proxy + end s
 
     from .. import plotting
 
+    long = ch7.load_long() if long is None else long       # read once, for both
     d = delays(card, long, lens)
-    long = ch7.load_long() if long is None else long
     preds = sorted({round(r["predicted"], 2) for r in d["rows"]})
     colours = dict(zip(preds, ("C1", "C2", "C0", "C4", "C5")))
     fig, ax = plt.subplots(figsize=(plotting.WIDTH_IN, 4.4), layout="constrained")

@@ -59,6 +59,7 @@ _REFUSED = "attn_core: the exercise refuses the library's own function"
 
 
 def _refuse(*args, **kwargs):
+    # the literal, not _REFUSED: this code runs with the refused function's own globals
     raise RuntimeError("attn_core: the exercise refuses the library's own function")
 
 
@@ -91,6 +92,8 @@ def own_work(*targets):
                 raise
             raise Wrong("your function calls the book's own implementation: write the "
                         "computation yourself") from None
+
+
 _MARK = {RIGHT: "✓", WRONG: "✗", NOT_ATTEMPTED: "·"}
 
 #: Every checker, by its function name (filled by :func:`checker`; the tests iterate over it).

@@ -17,7 +17,6 @@ Used in ``notebooks/08_scorecard.ipynb`` as ``from attn_core.exercises import ch
 
 from __future__ import annotations
 
-
 import numpy as np
 import torch
 
@@ -25,6 +24,7 @@ from ..chapters import ch8_scorecard as ch
 from ..data import CopyTask
 from ..config import wrap_line
 from ..metrics import outcome_auc, wilson_interval
+from ..theory import count_table
 from . import Wrong, as_array, checker, expect_number, matches, own_work
 
 __all__ = ["check_contrast", "check_auc", "check_predict_rate", "contrast_reference",
@@ -49,10 +49,7 @@ def _centred(src, tgt, align, V: int):
     C̃[x_l, y_t] and the aligned position's (n, t)."""
     src, tgt, align = (np.asarray(x) for x in (src, tgt, align))
     n, L = src.shape
-    C = np.zeros((V, V))
-    for x, y in zip(src, tgt):
-        np.add.at(C, (x[:, None], y[None, :]), 1.0 / L)
-    C = C * L / n
+    C = count_table(src, tgt, V, V) * L / n                  # chapter 4's scaled table
     C = C - C.mean(1, keepdims=True)
     M = C[src[:, :, None], tgt[:, None, :]]                 # (n, l, t)
     return C, M, np.take_along_axis(M, align[:, None, :], 1)[:, 0]
