@@ -548,7 +548,12 @@ class Claims:
         return "\n".join([head, rule, lines[0], rule, *body, rule])
 
     def html(self) -> str:
-        """The evidence as an HTML table (class ``attn-claims``): every statement in full."""
+        """The evidence as an HTML table (class ``attn-claims``): every statement in full.
+
+        Every cell carries its column's name (``data-label``; the verdict's is "held"): on a
+        phone the book's stylesheet (book/_static/book.css) shows each claim as a card, one
+        labelled line a cell, instead of columns wider than the screen. Without that
+        stylesheet (Jupyter, Colab) it is a plain table."""
         esc = _html.escape
         has_paper = any(r.paper for r in self._rows)
         has_untrained = any(r.kind == "finding" for r in self._rows)
@@ -563,10 +568,11 @@ class Claims:
             cells = [r.id, r.statement, r.measured_text, r.threshold_text]
             cells += [r.untrained_text] if has_untrained else []
             cells += [r.paper or ""] if has_paper else []
-            mark = (f'<td class="attn-claim-{"ok" if r.holds_up else "failed"}">'
-                    f'{_PASS if r.holds_up else _FAIL}</td>')
+            mark = (f'<td class="attn-claim-{"ok" if r.holds_up else "failed"}" '
+                    f'data-label="held">{_PASS if r.holds_up else _FAIL}</td>')
             rows.append(f'<tr class="attn-claim-{r.kind}">'
-                        + "".join(f"<td>{esc(c)}</td>" for c in cells) + mark + "</tr>")
+                        + "".join(f'<td data-label="{h}">{esc(c)}</td>'
+                                  for h, c in zip(head, cells)) + mark + "</tr>")
         caption = esc(f"{self.title}: {self.summary()}{_smoke_note()}")
         return (f'<table class="attn-claims"><caption>{caption}</caption><thead><tr>'
                 + "".join(f"<th>{h}</th>" for h in head) + "<th></th></tr></thead><tbody>"

@@ -7,7 +7,9 @@ Protocol (a plain websocket: no selenium, no playwright) and checks that
 (b) the chapter-1 figure slider is rendered and moving it changes the displayed image,
     with no Python kernel behind the page;
 (c) every request the pages make goes to the local server (or is data:/blob:/about:),
-    i.e. the book needs no CDN, and none of them fails.
+    i.e. the book needs no CDN, and none of them fails;
+(d) on a 390 px phone every display equation keeps the text's size and fits the column, and
+    every claims table shows every cell, with its column's name, without sideways scrolling.
 
 Screenshots for humans land in ``_build/screenshots/``. Run after building the book
 (the test builds it if the chapter-1 page is missing)::
@@ -48,6 +50,11 @@ SHOTS = ROOT / "_build" / "screenshots"
 CHAPTER1 = "notebooks/01_gated_classifier.html"
 CHAPTER5 = "notebooks/05_multihead.html"
 INTRO = "book/intro.html"
+READING = "book/reading_numbers.html"
+#: the book's pages with display equations besides the chapters
+MATH_PAGES = [INTRO, READING]
+#: a phone's window width (an iPhone 12-15's 390 CSS px)
+PHONE = 390
 #: every registered chapter's page (attn_core/chapters/registry.py)
 CHAPTERS = [f"notebooks/{c.notebook}.html" for c in registry.CHAPTERS]
 assert CHAPTER5 in CHAPTERS
@@ -627,6 +634,78 @@ def test_nothing_is_wider_than_the_column(browser, chapter):
                    for o in outputs])
     assert not problems, f"{chapter}: {len(problems)} block(s) wider than the column:\n" + \
         "\n".join(problems)
+
+
+def _phone_equations(browser: CDP, page: str) -> None:
+    """#55: on a phone every display equation of the loaded ``page``, folded ones included,
+    keeps the text's size (a long one is written on several lines in its source, not shrunk)
+    and fits the column. Screenshot of the widest: ``_build/screenshots/phone_eq_<page>.png``
+    (``phone_eq_01.png`` for chapter 1)."""
+    _typeset(browser)
+    _measure(browser, page_metrics.OPEN_FOLDS)
+    _width(browser, PHONE)
+    try:
+        sizes = _measure(browser, page_metrics.DISPLAY_EQUATION_SIZES)
+        over = _measure(browser, page_metrics.OVERFLOWING_EQUATIONS)
+        browser.evaluate("(() => { const es = [...document.querySelectorAll("
+                         "'mjx-container[display=\"true\"] mjx-math')];"
+                         " const w = es.reduce((a, e) => e.getBoundingClientRect().width >"
+                         " a.getBoundingClientRect().width ? e : a, es[0]);"
+                         " w.scrollIntoView({block: 'center'}); return true; })()")
+        browser.settle()
+        name = page.split("/")[-1][:-len(".html")]
+        browser.screenshot(SHOTS / f"phone_eq_{name[:2] if name[:2].isdigit() else name}.png")
+    finally:
+        _width(browser, 1280)
+        _measure(browser, page_metrics.CLOSE_FOLDS)
+    eqs, text, inline = sizes["equations"], sizes["text"], sizes["inline"]
+    assert eqs, f"{page}: no display equation measured"
+    assert text > 0 and (inline is None or inline > 0), sizes
+    small = [e for e in eqs if e["size"] < 0.99 * text
+             or (inline is not None and e["size"] < 0.99 * inline)]
+    problems = ([f"equation at {e['size']:.1f} px beside {text:.1f} px text"
+                 + (f" ({inline:.1f} px inline maths)" if inline else "") + f": {e['tex']!r}"
+                 for e in small]
+                + [f"equation {e['over']} px too wide: {e['tex']!r}" for e in over])
+    assert not problems, (f"{page} at {PHONE} px: {len(problems)} of {len(eqs)} display "
+                          "equations shrunk or wider than the column:\n" + "\n".join(problems))
+
+
+def test_equations_keep_the_text_size_on_a_phone(browser, chapter):
+    """#55: every chapter's display equations at 390 px: the text's size, inside the column."""
+    _phone_equations(browser, chapter)
+
+
+@pytest.mark.parametrize("page", MATH_PAGES, ids=lambda p: p.split("/")[-1][:-5])
+def test_book_page_equations_keep_the_text_size_on_a_phone(browser, server, page):
+    """#55: the same on the book's pages that have display equations."""
+    _visit(browser, server, page)
+    _phone_equations(browser, page)
+    _record(browser, page)
+
+
+def test_claims_table_fits_a_phone(browser, chapter):
+    """#55: at 390 px every cell of every claims table is on screen (no sideways scrolling:
+    the "untrained" and "paper" columns once sat past the phone's edge), not clipped, and
+    named (its column's header above it, or its own label: the book's phone layout stacks
+    each claim's cells, book/_static/book.css). Screenshot: ``phone_claims_<chapter>.png``."""
+    _width(browser, PHONE)
+    try:
+        cells = _measure(browser, page_metrics.CLAIMS_CELLS)
+        browser.evaluate("(() => { const ts = document.querySelectorAll('table.attn-claims');"
+                         " ts[ts.length - 1].scrollIntoView({block: 'start'});"
+                         " window.scrollBy(0, -70); return true; })()")
+        browser.settle()
+        browser.screenshot(SHOTS / f"phone_claims_{chapter.split('/')[-1][:2]}.png")
+    finally:
+        _width(browser, 1280)
+    assert cells["tables"] >= 1 and cells["cells"] >= 10, f"{chapter}: {cells}"
+    hidden = [f"{c['label']} {c['text']!r}: {c['why']}" for c in cells["hidden"]]
+    unnamed = [f"{c['label']} {c['text']!r}" for c in cells["unnamed"]]
+    assert not hidden, (f"{chapter} at {PHONE} px: {len(hidden)} of {cells['cells']} "
+                        "claims-table cells not on screen whole:\n" + "\n".join(hidden[:20]))
+    assert not unnamed, (f"{chapter} at {PHONE} px: cells shown without their column's "
+                         "name:\n" + "\n".join(unnamed[:20]))
 
 
 def test_no_control_is_dead(browser, chapter):

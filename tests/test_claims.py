@@ -283,6 +283,29 @@ def test_html_table_shows_every_statement_whole_and_escaped():
     assert "<th>paper</th>" in html and "≈ 0.5" in html
 
 
+def test_html_cells_carry_their_column_names():
+    """#55: every cell of the HTML table names its column (data-label), so that on a phone
+    the book can show each claim's cells stacked, each after its name (book/_static/book.css);
+    the plain text is the same as before."""
+    import re
+
+    c = Claims("Chapter 9")
+    c.check("F1", "final accuracy", kind="finding", measured=0.99, op=">", threshold=0.95,
+            untrained=0.5, paper="0.98")
+    c.check("I1", "an ODE against its closed form", kind="identity", measured=1e-9, op="<",
+            threshold=1e-6)
+    html = c.html()
+    heads = re.findall(r"<th>([^<]*)</th>", html.split("</thead>")[0])
+    assert heads == ["claim", "statement", "measured", "threshold", "untrained", "paper", ""]
+    for row in re.findall(r'<tr class="attn-claim-(?:finding|identity)">(.*?)</tr>', html):
+        labels = re.findall(r'<td[^>]* data-label="([^"]*)"', row)
+        assert labels == heads[:-1] + ["held"], row
+        assert row.count("<td") == len(labels)        # no cell without its name
+    assert '<td data-label="paper">0.98</td>' in html
+    assert '<td data-label="untrained"></td>' in html  # an identity's: empty (dropped on a phone)
+    assert "data-label" not in c.table() and "<td" not in c.table()
+
+
 # ---------------------------------------------------------------------------------- kinds
 
 def test_kind_is_required_and_checked():
@@ -348,7 +371,8 @@ def test_table_and_summary_keep_findings_and_identities_apart(capsys):
     assert f < lines.index(_row(text, "F1")) < lines.index(_row(text, "F2")) < i \
         < lines.index(_row(text, "I1"))           # grouped by kind, in order within a kind
     html = c.html()
-    assert "<th>untrained</th>" in html and "<td>0.5</td>" in html and "<td>fails</td>" in html
+    assert "<th>untrained</th>" in html and '<td data-label="untrained">0.5</td>' in html \
+        and '<td data-label="untrained">fails</td>' in html
     assert html.index("Findings") < html.index("F1") < html.index("Identities") \
         < html.index("I1")
     assert 'class="attn-claim-finding"' in html and 'class="attn-claim-identity"' in html
