@@ -252,3 +252,48 @@ def test_claims_cells_fold_their_code(path):
                                                   _src(c)):
             assert "hide-input" in c.get("metadata", {}).get("tags", []), (
                 f"{path.name}: cell {i} (claims) must fold its code (tag hide-input)")
+
+
+# ------------------------------------------------------------------ honest length (#55)
+def _reading_time():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("reading_time",
+                                                  ROOT / "scripts" / "reading_time.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_opening_states_the_time_the_rule_gives(path):
+    """#55: a chapter's stated reading time is the book's rule applied to its text (within
+    15 %: the rule is rounded to 5 minutes and prose is edited after), and its exercises'
+    time is the sum of their headings'."""
+    rt = _reading_time()
+    est, said = rt.estimate(path), rt.stated(path)
+    assert abs(said["reading"] - est["reading"]) <= 0.15 * est["reading"], (
+        f"{path.name} says reading ≈ {said['reading']} min; the rule gives "
+        f"{est['reading']:.0f} min (python scripts/reading_time.py)")
+    assert said["exercises"] == est["exercises"], (said, est)
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    assert said["n_word"] == words[est["n_exercises"]]
+
+
+def _hours(text: str) -> float:
+    return float(text.replace("½", ".5")) if text[0] != "½" else 0.5
+
+
+def test_the_intro_totals_are_the_chapters_sums():
+    """#55: the intro's "takes about N hours … and their K exercises about M hours more" is
+    the chapters' stated times summed (to the half hour)."""
+    rt = _reading_time()
+    said = [rt.stated(p) for p in NOTEBOOKS]
+    est = [rt.estimate(p) for p in NOTEBOOKS]
+    intro = " ".join((ROOT / "book" / "intro.md").read_text(encoding="utf-8").split())
+    m = re.search(r"takes about ([\d½]+) hours .*? their (\d+) exercises about ([\d½]+) "
+                  r"hours more", intro)
+    assert m, "the intro's Time paragraph lost its totals"
+    reading, n, exercises = _hours(m.group(1)), int(m.group(2)), _hours(m.group(3))
+    assert abs(reading - sum(s["reading"] for s in said) / 60) <= 0.25
+    assert abs(exercises - sum(s["exercises"] for s in said) / 60) <= 0.25
+    assert n == sum(e["n_exercises"] for e in est)

@@ -1,0 +1,104 @@
+"""How long a chapter takes a learner to read, by one stated rule, and what each chapter says.
+
+The rule (the intro's "Time" paragraph states it): prose with maths at 70 words a minute
+(the words a reader sees: link targets, HTML tags and LaTeX command names not counted) and
+1.5 minutes to read and run each code cell, over everything but the exercises; each
+exercise at the time its heading gives ("≈ 15 min"), which includes reading it.
+
+    python scripts/reading_time.py          # the table: estimate against the stated times
+
+``tests/test_learning.py`` checks that every chapter's opening states its reading time
+within 15 % of the estimate and its exercises' time as the sum of their headings, and that
+the intro's totals are the chapters' sums.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS_PER_MINUTE = 70
+MINUTES_PER_CODE_CELL = 1.5
+_HEADING = re.compile(r"(?m)^(#{1,3} .*)$")
+_EXERCISE = re.compile(r"^#{2,3} Exercise \d+\.\d+ .*?≈ (\d+) min")
+
+
+def words(markdown: str) -> int:
+    """The words a reader sees in ``markdown``."""
+    text = re.sub(r"\]\([^)]*\)", "]", markdown)        # link targets
+    text = re.sub(r"<[^>]+>", " ", text)                # HTML tags
+    text = re.sub(r"\\[A-Za-z]+", " ", text)            # LaTeX command names
+    return len(re.findall(r"[A-Za-z0-9]+", text))
+
+
+def estimate(path: Path) -> dict:
+    """``{"reading": minutes, "exercises": minutes, "n_exercises": n}`` for one notebook."""
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    reading = 0.0
+    exercises, n_exercises = 0, 0
+    in_exercise = False
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] != "markdown":
+            if not in_exercise:
+                reading += MINUTES_PER_CODE_CELL
+            continue
+        parts = _HEADING.split(source)
+        if not in_exercise:
+            reading += words(parts[0]) / WORDS_PER_MINUTE
+        for heading, body in zip(parts[1::2], parts[2::2]):
+            m = _EXERCISE.match(heading)
+            in_exercise = m is not None
+            if in_exercise:
+                exercises += int(m.group(1))
+                n_exercises += 1
+            else:
+                reading += words(heading + body) / WORDS_PER_MINUTE
+    return {"reading": reading, "exercises": exercises, "n_exercises": n_exercises}
+
+
+_DURATION = r"(?:(\d+) h(?: (\d+) min)?|(\d+) min)"
+STATED = re.compile(r"\*\*Time\.\*\* Reading ≈ " + _DURATION + r"(?: \([^)]*\))?, the (\w+) "
+                    r"exercises ≈ "
+                    + _DURATION)
+
+
+def minutes(groups) -> int:
+    h, hm, m = groups
+    return int(h) * 60 + int(hm or 0) if h else int(m)
+
+
+def stated(path: Path) -> dict:
+    """The opening's "**Time.** Reading ≈ …, the N exercises ≈ …" of one notebook."""
+    opening = "".join(json.loads(Path(path).read_text(encoding="utf-8"))["cells"][0]["source"])
+    m = STATED.search(" ".join(opening.split()))
+    if m is None:
+        raise ValueError(f"{Path(path).name}: its opening has no '**Time.** Reading ≈ …, the "
+                         "N exercises ≈ …' sentence")
+    g = m.groups()
+    return {"reading": minutes(g[0:3]), "n_word": g[3], "exercises": minutes(g[4:7])}
+
+
+def main() -> None:
+    total = {"reading": 0.0, "exercises": 0}
+    for path in sorted((ROOT / "notebooks").glob("0*.ipynb")):
+        e = estimate(path)
+        try:
+            s = stated(path)
+        except ValueError as err:
+            s = {"reading": None, "exercises": None}
+            print(err, file=sys.stderr)
+        total["reading"] += e["reading"]
+        total["exercises"] += e["exercises"]
+        print(f"{path.name:28s} reading: estimate {e['reading']:4.0f} min, stated "
+              f"{s['reading']}; {e['n_exercises']} exercises: {e['exercises']} min, stated "
+              f"{s['exercises']}")
+    print(f"all chapters: reading {total['reading'] / 60:.1f} h, exercises "
+          f"{total['exercises'] / 60:.1f} h")
+
+
+if __name__ == "__main__":
+    main()
