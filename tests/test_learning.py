@@ -297,3 +297,37 @@ def test_the_intro_totals_are_the_chapters_sums():
     assert abs(reading - sum(s["reading"] for s in said) / 60) <= 0.25
     assert abs(exercises - sum(s["exercises"] for s in said) / 60) <= 0.25
     assert n == sum(e["n_exercises"] for e in est)
+
+
+# ------------------------------------------------------- the statistics taught (#55)
+#: The statistics "Reading the numbers" teaches: the first use in every chapter is a link to
+#: the glossary entry (which points to that page) or to the page itself.
+STATISTICS = ("Wilson", "Fisher", "McNemar", "Newcombe", "Holm", "AUC", "Kaplan-Meier",
+              "permutation p-value")
+_LINK = re.compile(r"\[((?:[^\[\]]|\[[^\]]*\])*)\]\((https?://[^)\s]+)\)")
+
+
+def _first_uses(path: Path):
+    """(term, cell index, whether that first use sits in a link to the glossary or to
+    Reading the numbers) for every term of :data:`STATISTICS` the chapter's prose uses."""
+    seen = {}
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = _src(cell)
+        spans = [(m.start(1), m.end(1)) for m in _LINK.finditer(text)
+                 if "glossary.html#term-" in m.group(2)
+                 or "reading_numbers.html" in m.group(2)]
+        for term in STATISTICS:
+            if term in seen:
+                continue
+            k = text.find(term)
+            if k >= 0:
+                seen[term] = (i, any(a <= k < b for a, b in spans))
+    return seen
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_use_of_each_statistic_links_to_its_explanation(path):
+    unlinked = {t: f"cell {i}" for t, (i, ok) in _first_uses(path).items() if not ok}
+    assert not unlinked, f"{path.name}: first use not linked to the glossary: {unlinked}"
