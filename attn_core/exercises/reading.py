@@ -42,6 +42,14 @@ def _counts(a_ok, b_ok) -> tuple[int, int, int, int]:
             int((~a & ~b).sum()))
 
 
+def _runs(name: str, ok) -> np.ndarray:
+    ok = np.asarray(ok)
+    if ok.dtype != bool or ok.ndim != 1 or ok.size == 0:
+        raise TypeError(f"{name} must be a non-empty 1-D list or array of bools (one entry a "
+                        f"run); got dtype {ok.dtype}, shape {ok.shape}")
+    return ok
+
+
 def _binom_two_sided(k: int, n: int) -> float:
     if n == 0:
         return 1.0
@@ -52,8 +60,10 @@ def mcnemar_p_reference(a_ok, b_ok) -> float:
     """McNemar's exact two-sided p of paired outcomes (run i of ``a_ok`` and of ``b_ok``
     share a seed), as :func:`attn_core.stats.mcnemar`'s ``p``: lists of bools of
     equal length, else a TypeError or ValueError naming the argument."""
-    a = stats._bool_runs("a_ok", a_ok)
-    _, b, c, _ = _counts(a, stats._bool_runs("b_ok", b_ok, a.size))
+    a, b = _runs("a_ok", a_ok), _runs("b_ok", b_ok)
+    if b.size != a.size:
+        raise ValueError(f"b_ok must hold one entry per run of a_ok ({a.size}); got {b.size}")
+    _, b, c, _ = _counts(a, b)
     return _binom_two_sided(b, b + c)
 
 
