@@ -35,6 +35,7 @@ from attn_core import cache, claims, config, data, metrics, models, plotting, st
 from attn_core import rows, stats, theory, training  # noqa: E402
 from attn_core.chapters import ch1_gated, ch2_sen, ch3_ibm1, ch4_copy, ch5_multihead  # noqa: E402
 from attn_core.chapters import ch6_transformer, ch7_end_token, ch8_scorecard  # noqa: E402
+from attn_core.exercises import reading as ex_reading  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 
@@ -2699,6 +2700,21 @@ STATS = [
 ]
 
 
+EXERCISES = [
+    # the page "Reading the numbers": its checker and the reference it compares with
+    case("check_mcnemar_p-answer-float", lambda: ex_reading.check_mcnemar_p(0.05),
+         "answer must be the exercise's function"),
+    case("check_mcnemar_p-solution-int",
+         lambda: ex_reading.check_mcnemar_p(lambda a, b: 1.0, solution=1),
+         "solution must be True or False"),
+    case("mcnemar_p_reference-a_ok-str", lambda: ex_reading.mcnemar_p_reference("yes", [True]),
+         "a_ok must be a non-empty 1-D"),
+    case("mcnemar_p_reference-b_ok-short",
+         lambda: ex_reading.mcnemar_p_reference([True, False], [True]),
+         "b_ok must hold one entry per run"),
+]
+
+
 # ------------------------------------------------------------------------------- the tests
 @pytest.mark.parametrize("call, match", DATA)
 def test_data(call, match):
@@ -2765,6 +2781,11 @@ def test_chapters(call, match):
     check_rejected(call, match)
 
 
+@pytest.mark.parametrize("call, match", EXERCISES)
+def test_exercises(call, match):
+    check_rejected(call, match)
+
+
 def test_read_sst2_tsv_bad_header_names_the_file(tmp_path):
     p = tmp_path / "train.tsv"
     p.write_text("text\tlabel\nfine\t1\n")
@@ -2775,7 +2796,7 @@ def test_matches_are_specific():
     """Every case names its argument with more than a letter (a one-letter match such as "k"
     or "n" would also match an unrelated message)."""
     for group in (DATA, THEORY, METRICS, PLOTTING, MODELS, STACKED, TRAINING, CONFIG, CACHE,
-                  CLAIMS, CHAPTERS):
+                  CLAIMS, CHAPTERS, EXERCISES):
         for p in group:
             match = p.values[1]
             assert len(match.strip("^$\\b")) >= 3, f"{p.id}: match {match!r} is too short"

@@ -1,4 +1,5 @@
-"""Exercises with checked answers (ARENA's pattern), one module per chapter.
+"""Exercises with checked answers (ARENA's pattern), one module per chapter (``ch1`` ...
+``ch8``) and ``reading`` for the page "Reading the numbers" (its Exercise R.1).
 
 Every exercise in the book is three notebook cells over one *checker* from this package::
 
@@ -29,9 +30,11 @@ and CI execute every solution cell, so a wrong solution or a broken checker fail
 unit tests (``tests/test_exercises.py``) feed every checker its reference and known wrong
 answers.
 
-A checker module (``chN``) defines each checker as a function that raises :class:`Wrong` with
-the hint, decorated with :func:`checker`; :func:`expect_close` and :func:`expect_shape` are the
-usual comparisons.
+A checker module (``chN``, ``reading``) defines each checker as a function that raises
+:class:`Wrong` with the hint, decorated with :func:`checker`; :func:`expect_close` and
+:func:`expect_shape` are the usual comparisons. The page's exercise is a stub and a folded
+solution in ``book/reading_numbers.md`` (the book does not execute pages);
+``tests/test_exercises_reading.py`` executes that solution.
 """
 
 from __future__ import annotations
