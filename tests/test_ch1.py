@@ -247,9 +247,8 @@ def test_start_functions_name_a_bad_argument(kwargs, err, match):
             fn(**args)
 
 
-def test_draw_start_draws_each_start_readably_and_fast():
+def test_draw_start_draws_each_start_readably():
     import io
-    import time
 
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
@@ -257,11 +256,9 @@ def test_draw_start_draws_each_start_readably_and_fast():
     from attn_core.plotting import MIN_TEXT_PT, rendered_text_pt, set_style
 
     set_style()
-    pngs, seconds = [], []
+    pngs = []
     for b0, p0 in [(10.0, 0.5), (-5.0, 0.95), (2.0, 0.05)]:
-        t = time.perf_counter()
         fig = ch.draw_start(b0, p0)
-        seconds.append(time.perf_counter() - t)
         assert isinstance(fig, Figure) and len(fig.axes) == 2
         line = fig.axes[1].lines[0].get_ydata()
         np.testing.assert_allclose(line, ch.start_curves(b0, p0)["p_ce"])
@@ -273,7 +270,6 @@ def test_draw_start_draws_each_start_readably_and_fast():
         pngs.append(buf.getvalue())
         plt.close(fig)
     assert len(set(pngs)) == 3  # the frames differ
-    assert min(seconds) < 1.0, seconds  # the docstring's "about 0.25 s per call"
 
 
 def test_start_presets_open_on_the_bad_start_and_lie_in_the_live_range():
@@ -283,6 +279,21 @@ def test_start_presets_open_on_the_bad_start_and_lie_in_the_live_range():
     assert len(set(labels)) == len(labels)
     for b0, p0 in ch.START_PRESETS:
         assert -5 <= b0 <= 10 and 0.05 <= p0 <= 0.95
+
+
+def test_start_presets_show_what_section_2_says_and_not_section_4s_plateau():
+    """§2's slider is about backwards starts: its text names every gap above √2·p0 that runs
+    away (1, 2, 4, 10 and 20 at p0 = ½), a forward start, and other initial attentions. The
+    uniform start (β0 = β1 = 0) is §4's Predict box (how far p has moved when Δ = 1) and no
+    frame may draw it: its lower panel is that very cross-entropy flow (#55)."""
+    starts = ch.START_PRESETS
+    assert all(b0 != 0 for b0, _ in starts), "a uniform start would answer §4's box"
+    gaps = sorted(2 * b0 for b0, p0 in starts if p0 == 0.5 and b0 > 0)
+    assert gaps == [1.0, 2.0, 4.0, 10.0, 20.0]
+    assert all(g > theory.gated_flow_critical_gap(0.5) for g in gaps)  # all run away
+    assert any(b0 < 0 for b0, _ in starts)  # "from β0 < 0 ... p only rises"
+    assert {p0 for _, p0 in starts} == {0.1, 0.5, 0.9}  # "the last three starts change p0"
+    assert all(p0 != 0.5 for _, p0 in starts[-3:])
 
 
 def test_draw_small_gap_touches_the_lowest_p_of_the_closed_form():

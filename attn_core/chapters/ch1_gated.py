@@ -214,8 +214,10 @@ def ce_recovery_gap(p0: float = 0.5, t_max: float = 60.0, high: float = 20.0,
 # ------------------------------------------------------ §2's slider: both toys from one start
 #: The starts (β0, p0) of §2's pre-drawn slider, β1 = -β0 (backwards by 2β0 when β0 > 0):
 #: first §2's bad start, then ever smaller gaps at p0 = ½, then other initial attentions.
-START_PRESETS = ((10.0, 0.5), (5.0, 0.5), (2.0, 0.5), (1.0, 0.5), (0.5, 0.5), (0.0, 0.5),
-                 (-2.0, 0.5), (2.0, 0.9), (5.0, 0.9), (0.5, 0.1), (0.0, 0.1))
+#: None starts with β0 = β1 = 0: the cross-entropy flow from that start is §4's Predict
+#: box (is there a plateau?), and a frame drawn here would answer it before it is asked.
+START_PRESETS = ((10.0, 0.5), (5.0, 0.5), (2.0, 0.5), (1.0, 0.5), (0.5, 0.5), (-2.0, 0.5),
+                 (2.0, 0.9), (5.0, 0.9), (0.5, 0.1))
 
 
 def _check_start(beta0, p0) -> tuple[float, float]:
