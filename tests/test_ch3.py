@@ -641,7 +641,7 @@ def test_zipf_slider_frames_are_readable_and_change(zipf):
                 pt = rendered_text_pt(fig)
                 assert pt["desktop"] >= MIN_TEXT_PT and pt["phone"] >= MIN_TEXT_PT, pt
                 titles = " ".join(ax.get_title() for ax in fig.axes)
-                assert f"$s$ = {zipf:g}" in titles
+                assert f"$\\zeta$ = {zipf:g}" in titles
             finally:
                 plt.close(fig)
 

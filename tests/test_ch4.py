@@ -304,7 +304,7 @@ def test_model_diagram_shows_every_part_of_the_model(book_style):
         text = _texts(fig)
         for part in (r"$x_1 \ldots x_L$, EOS", "embedding $E$\n(shared)", "$y_{t-1}$",
                      "encoder LSTM\n" r"$h_1 \ldots h_{L+1}$", "decoder LSTM\n$s_t$",
-                     r"attention $\alpha_{t,l}$", r"$s_t^\top W h_l + a^\top h_l$",
+                     r"attention $\alpha_{t,l}$", r"$s_t^\top W h_l + b_a^\top h_l$",
                      r"$c_t = P \sum_l \alpha_{t,l} h_l + b$",
                      r"$W_o \tanh(W_c [s_t; c_t] + b_c) + b_o$", "last state"):
             assert part in text, part

@@ -309,8 +309,8 @@ def model_diagram():
     boxes = {
         "x": (0.5, 0.06, r"tokens $x_1, \dots, x_L$", "input"),
         "h": (0.5, 0.27, "embedding + LSTM\n" r"states $h_1, \dots, h_L$", "state"),
-        "alpha": (0.1, 0.5, r"$\alpha$", "weight"),
-        "a": (0.4, 0.5, r"$a_l = \alpha^\top h_l$" "\n" r"$p = \mathrm{softmax}(a)$",
+        "alpha": (0.1, 0.5, r"$q$", "weight"),
+        "a": (0.4, 0.5, r"$a_l = q^\top h_l$" "\n" r"$p = \mathrm{softmax}(a)$",
               "attention"),
         "W": (0.94, 0.5, "$W$", "weight"),
         "r": (0.73, 0.5, r"$r_l = W h_l$", "state"),

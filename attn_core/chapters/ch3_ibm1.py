@@ -534,7 +534,7 @@ def draw_zipf_ibm1(zipf: float, config: TranslationConfig | None = None) -> Figu
     V = len(r["trans"])
     a1.plot(r["trans"].argmax(1), np.arange(V), "o", ms=4, mfc="none", mec="white", mew=1.2)
     a1.set(xlabel="translation of source word $j$", ylabel="source word $i$",
-           title=f"$s$ = {zipf:g}: one step, Trans($o \\mid i$)\n"
+           title=f"$\\zeta$ = {zipf:g}: one step, Trans($o \\mid i$)\n"
                  "(circles: each row's argmax)")
     its = np.arange(1, len(r["recovery"]) + 1)
     a2.plot(its, r["recovery"], "o-", label="rows recovered")
@@ -593,7 +593,7 @@ def draw_zipf_row_contest(zipf: float, config: TranslationConfig | None = None) 
     ax.set(xlabel="source word $i$ (frequency rank)",
            ylabel=r"one-step Trans($\cdot \mid i$)",
            ylim=(0, 0.72),
-           title=f"$s$ = {zipf:g}: one step recovers {r['recovered']:.2f}\n"
+           title=f"$\\zeta$ = {zipf:g}: one step recovers {r['recovered']:.2f}\n"
                  f"(expected counts: {r['predicted']:.2f})")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False,
               title="markers: measured, lines: expected")

@@ -357,7 +357,7 @@ def model_diagram():
         "enc": (0.17, 0.33, "encoder LSTM\n" r"$h_1 \ldots h_{L+1}$", "state"),
         "dec": (0.83, 0.33, "decoder LSTM\n$s_t$", "state"),
         "att": (0.45, 0.56, r"attention $\alpha_{t,l}$:" "\nsoftmax$_l$ of\n"
-                r"$s_t^\top W h_l + a^\top h_l$", "attention"),
+                r"$s_t^\top W h_l + b_a^\top h_l$", "attention"),
         "ctx": (0.45, 0.8, r"$c_t = P \sum_l \alpha_{t,l} h_l + b$", "attention"),
         "out": (0.78, 0.95, "$p_t$ = softmax of\n" r"$W_o \tanh(W_c [s_t; c_t] + b_c) + b_o$",
                 "output"),

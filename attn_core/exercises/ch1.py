@@ -321,12 +321,12 @@ def check_classifier_head(classifier_head):
         hn, an, wn = (t.double().numpy() for t in (h, alpha, w))
         if matches(beta, hn @ an, rtol=1e-4, atol=1e-6) and not matches(
                 beta, ref["beta"], rtol=1e-4, atol=1e-6):
-            raise Wrong("did you swap α and W? α scores the positions (attention), W gives "
+            raise Wrong("did you swap `alpha` and `w`? `alpha` scores the positions, `w` gives "
                         "the relevance r_l")
         _off_where(beta, ref["beta"], "r", "r_l = W h_l at every position",
                    HEAD_RTOL, HEAD_ATOL)
         if n > 1 and matches(p, np.full((b, n), 1 / n)):
-            raise Wrong("your p is uniform (1/L): it ignores α; the scores are a_l = αᵀh_l")
+            raise Wrong("your p is uniform (1/L): it ignores q; the scores are a_l = qᵀh_l")
         scores = hn @ an
         softmax_b = np.exp(scores) / np.exp(scores).sum(0, keepdims=True)
         if matches(p, softmax_b, rtol=1e-4, atol=1e-6):
@@ -334,7 +334,7 @@ def check_classifier_head(classifier_head):
         if not np.allclose(p.sum(1), 1, atol=1e-5):
             raise Wrong("p should be a distribution over the positions of each sequence: "
                         "every row of p sums to 1 (a softmax of the scores)")
-        _off_where(p, ref["p"], "p", "softmax of the scores a_l = αᵀh_l over positions",
+        _off_where(p, ref["p"], "p", "softmax of the scores a_l = qᵀh_l over positions",
                    HEAD_RTOL, HEAD_ATOL)
         if matches(logit, 1 / (1 + np.exp(-ref["logit"])), rtol=1e-4, atol=1e-6):
             raise Wrong("return the logit Σ_l p_l r_l, before the sigmoid, not Pr[positive]")

@@ -74,7 +74,7 @@ def _contrast_variants(src, tgt, align, V) -> dict:
     }
 
 
-@checker("Exercise 8.1: the count lens's contrast κ")
+@checker("Exercise 8.1: the count lens's contrast ξ")
 def check_contrast(contrast):
     """``contrast(src, tgt, align, V)`` -> κ of the pairs."""
     import attn_core.chapters.ch8_scorecard as mod
@@ -91,9 +91,9 @@ def check_contrast(contrast):
             if not matches(bad, want, rtol=1e-6, atol=1e-9) and matches(got, bad, 1e-6, 1e-9):
                 raise Wrong(hint)
         if dist == "permutation":
-            raise Wrong(f"for permutations (L = V = {L}) the table is flat: κ must be 0; "
+            raise Wrong(f"for permutations (L = V = {L}) the table is flat: ξ must be 0; "
                         f"got {got:.4g}")
-        raise Wrong(f"for {dist} data (L = {L}, V = {V}) κ is off ({got:.4g}): check the "
+        raise Wrong(f"for {dist} data (L = {L}, V = {V}) ξ is off ({got:.4g}): check the "
                     f"scaling L·C/n and that the table counts 1/L per co-occurrence")
 
 
