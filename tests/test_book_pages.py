@@ -154,3 +154,51 @@ def test_glossary_and_notation_are_in_the_book():
         assert files.index(page) < files.index("book/references")
     intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
     assert "{doc}`glossary`" in intro and "{doc}`notation`" in intro
+
+
+# --------------------------------------------------------------------------- notation
+
+
+def _notation_section(title):
+    text = (ROOT / "book" / "notation.md").read_text(encoding="utf-8")
+    part = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in part.splitlines() if line.startswith("| ")][1:]   # no header
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def test_notation_gives_each_symbol_one_meaning():
+    """The book-wide table lists every symbol once (three columns, to fit a phone), each
+    with where it is defined."""
+    rows = _notation_section("One meaning per symbol")
+    assert len(rows) >= 15
+    assert all(len(row) == 3 and "{doc}" in row[2] for row in rows), rows
+    symbols = [s for row in rows for s in re.findall(r"\$([^$]+)\$", row[0])]
+    assert len(symbols) == len(set(symbols)), sorted(symbols)
+
+
+def _chapter_markdown(doc_cell):
+    import json
+
+    name = re.search(r"<\.\./notebooks/(\w+)>", doc_cell).group(1)
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    return "\n".join(" ".join("".join(c["source"]).split())
+                     for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_every_kept_letter_is_stated_in_its_chapter():
+    """An exception (a paper's letter kept) names the sentence its chapter says it in; that
+    sentence is in the chapter's text, and the letters the chapters renamed are gone."""
+    rows = _notation_section("Exceptions: a paper's letter kept")
+    assert len(rows) >= 4
+    for letter, chapter, why in rows:
+        quoted = re.findall(r"“([^”]+)”", why)
+        assert quoted, f"{letter}: no sentence quoted"
+        assert all(q in _chapter_markdown(chapter) for q in quoted), (letter, quoted)
+    renamed = {"01_gated_classifier": [r"\alpha^\top h_l"],
+               "02_sen": ["α", r"\alpha\lVert", " a_t = ", "$a_t", "p_{n,l}"],
+               "03_ibm1": ["Zipf exponent $s", "1/r^{s}"],
+               "04_permutation_copy": [r"+ a^\top h_l"],
+               "05_multihead": [r"\kappa"], "08_scorecard": [r"\kappa/"]}
+    for name, gone in renamed.items():
+        text = _chapter_markdown(f"<../notebooks/{name}>")
+        assert not [g for g in gone if g in text], (name, [g for g in gone if g in text])
