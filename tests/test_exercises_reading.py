@@ -64,9 +64,15 @@ GAMED = {"check_mcnemar_p": [lambda a, b: 0.05, lambda a, b: float(sum(a) != sum
  test_gamed_answer_is_refused_and_its_hint_leaks_nothing) = gamed_tests(CHECKS, GAMED)
 
 
-def test_the_reference_is_the_library_test():
-    for a, b in ex.MCNEMAR_CASES:
-        assert ex.mcnemar_p_reference(a, b) == stats.mcnemar(a, b)["p"]
+def test_the_reference_gives_the_exact_p_worked_by_hand():
+    """The cases' counts, and McNemar's p on each worked out by hand: twice the binomial
+    tail of the smaller discordant count, capped at 1 (the page's example: 30/16384)."""
+    by_hand = {(26, 13, 1, 0): 2 * (1 + 14) / 2 ** 14, (20, 5, 5, 10): 1.0,
+               (9, 0, 6, 25): 2 / 2 ** 6, (4, 0, 0, 6): 1.0,
+               (12, 3, 9, 16): 2 * (1 + 12 + 66 + 220) / 2 ** 12}
+    assert [_counts(a, b) for a, b in ex.MCNEMAR_CASES] == list(by_hand)
+    for (a, b), p in zip(ex.MCNEMAR_CASES, by_hand.values()):
+        assert ex.mcnemar_p_reference(a, b) == pytest.approx(p, rel=1e-12)
 
 
 def test_the_library_and_the_reference_are_refused_as_answers(capsys):

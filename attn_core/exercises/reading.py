@@ -37,20 +37,13 @@ MCNEMAR_CASES = tuple(_pairs(*counts, seed) for seed, counts in enumerate(
 
 
 def _counts(a_ok, b_ok) -> tuple[int, int, int, int]:
-    a, b = np.asarray(a_ok, dtype=bool), np.asarray(b_ok, dtype=bool)
-    return (int((a & b).sum()), int((a & ~b).sum()), int((~a & b).sum()),
-            int((~a & ~b).sum()))
-
-
-def _runs(name: str, ok) -> np.ndarray:
-    ok = np.asarray(ok)
-    if ok.dtype != bool or ok.ndim != 1 or ok.size == 0:
-        raise TypeError(f"{name} must be a non-empty 1-D list or array of bools (one entry a "
-                        f"run); got dtype {ok.dtype}, shape {ok.shape}")
-    return ok
+    """(both, only a, only b, neither): :func:`attn_core.stats.mcnemar`'s counts."""
+    m = stats.mcnemar(a_ok, b_ok)
+    return m["both"], m["a_only"], m["b_only"], m["neither"]
 
 
 def _binom_two_sided(k: int, n: int) -> float:
+    """The two-sided binomial p at 1/2 of ``k`` of ``n``: McNemar's p on a slip's counts."""
     if n == 0:
         return 1.0
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(k, n - k) + 1)) / 2 ** n)
@@ -58,13 +51,9 @@ def _binom_two_sided(k: int, n: int) -> float:
 
 def mcnemar_p_reference(a_ok, b_ok) -> float:
     """McNemar's exact two-sided p of paired outcomes (run i of ``a_ok`` and of ``b_ok``
-    share a seed), as :func:`attn_core.stats.mcnemar`'s ``p``: lists of bools of
-    equal length, else a TypeError or ValueError naming the argument."""
-    a, b = _runs("a_ok", a_ok), _runs("b_ok", b_ok)
-    if b.size != a.size:
-        raise ValueError(f"b_ok must hold one entry per run of a_ok ({a.size}); got {b.size}")
-    _, b, c, _ = _counts(a, b)
-    return _binom_two_sided(b, b + c)
+    share a seed): :func:`attn_core.stats.mcnemar`'s ``p``, the book's own (lists of bools
+    of equal length, else a TypeError or ValueError naming the argument)."""
+    return stats.mcnemar(a_ok, b_ok)["p"]
 
 
 def _chi2_p(x: float) -> float:
