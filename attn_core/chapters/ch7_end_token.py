@@ -48,6 +48,7 @@ from .ch7_causes import (CauseTask, StepSeq2Seq, FlagSeq2Seq, CauseConfig, FlagC
                          load_causes)
 
 __all__ = [*ch7_runs.__all__, *ch7_causes.__all__, "successes", "compare", "shares_initialisation",
+           "READING_ROWS", "reading_rows",
            "ablation_tests", "ABLATION_GROUPS", "LABELS",
            "draw_effect", "draw_ablations", "mass_by_outcome", "draw_mass", "draw_runs",
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
@@ -126,6 +127,27 @@ def compare(rows: dict, a: str, b: str, level: float = SUCCESS_LEVEL,
         out.update(test="Fisher", p=fisher_exact(ka, na, kb, nb))
     out.update(d=d, d_ci=(lo, hi))
     return out
+
+
+#: The sweep rows behind the examples of "Reading the numbers" (book/reading_numbers.md),
+#: by the letters that page names them with. The page comes before chapter 4; naming the
+#: conditions there would answer this chapter's questions before it asks them.
+READING_ROWS = {"A": "varying, L=20", "B": "varying, none, L=20",
+                "C": "source, L=40", "D": "both, L=40"}
+
+
+def reading_rows(rows: dict | None = None) -> dict:
+    """The rows of ``rows`` (default: the stored sweep, :func:`load_sweep`) that "Reading the
+    numbers" takes its examples from, keyed by its letters (:data:`READING_ROWS`): A and B
+    start each seed differently (independent groups), C and D from the same parameters and
+    data (paired runs)."""
+    if rows is None:
+        rows = load_sweep()
+    if not isinstance(rows, dict):
+        raise TypeError(f"rows must be the stored sweep (a dict of rows, load_sweep) or "
+                        f"None; got {type(rows).__name__}")
+    _check_rows(rows, list(READING_ROWS.values()))
+    return {letter: rows[name] for letter, name in READING_ROWS.items()}
 
 
 # --------------------------------------------------------------------------- figures
