@@ -717,6 +717,31 @@ def test_delay_table_counts_pairs_and_corrects_the_family():
     assert bc["b_median"] is None and bc["runs"] == 6
 
 
+def test_delay_text_shows_the_chosen_pairs_corrected_over_the_whole_family():
+    """#55: §1 shows its three pairs of the long runs, §2 the other three; each line's p is
+    Holm-corrected over all six (the family fixed beforehand), not over the pairs shown."""
+    long = ch.load_long()
+    full = ch.delay_table(long)
+    rest = [p for p in ch.DELAY_PAIRS if p not in ch.DELAY_FIRST]
+    first, second = ch.delay_text(long, ch.DELAY_FIRST), ch.delay_text(long, rest)
+    lines = first.splitlines()[1:] + second.splitlines()[1:]
+    assert len(lines) == len(full) == 2 * len(ch.DELAY_PAIRS)
+    assert not any(ln.startswith(("source", "masked", "no end loss"))
+                   for ln in first.splitlines())
+    for d in full:
+        a = ch.SWEEP_ROWS[d["a"]]
+        label = f"{a[0]}{', control' if a[2] == 'control' else ''}, L={a[1]}"
+        line = next(ln for ln in lines if ln.startswith(label)
+                    and f" {d['level']:4.2f} " in ln)
+        assert line.split()[-1] == f"{d['p_holm']:.2g}", line
+        assert f"{d['a_median']:4.0f} {d['b_median']:4.0f}" in line, line
+    # a family of only the pairs shown would correct less: the lines do not
+    alone = ch.delay_table(long, ch.DELAY_FIRST)
+    assert any(f"{x['p_holm']:.2g}" != f"{d['p_holm']:.2g}" for x, d in
+               zip(alone, [d for d in full if (d["a"], d["b"]) in ch.DELAY_FIRST]))
+    assert max(map(len, (first + "\n" + second).splitlines())) <= 74
+
+
 # ---------------------------------------------------------- paired comparisons, one family
 def test_rows_with_the_same_vocabulary_share_initialisations_and_are_compared_paired():
     assert ch.shares_initialisation("masked, L=20", "both, L=20")

@@ -54,7 +54,7 @@ __all__ = [*ch7_runs.__all__, *ch7_causes.__all__, "successes", "compare", "shar
            "ablation_table", "SEED_COMPARISONS", "first_seeds_p", "draw_seeds",
            "push_prediction", "PUSH_TOLERANCE", "check_push", "draw_push", "held_out_auc",
            "HELD_OUT_MIN_AUC", "DELAY_LEVELS", "DELAY_PAIRS", "times_to_level",
-           "delay_table", "draw_survival", "adam_push_table", "CAUSE_PAIRS", "SGD_PAIRS", "MARK_PAIRS",
+           "delay_table", "DELAY_FIRST", "delay_text", "draw_survival", "adam_push_table", "CAUSE_PAIRS", "SGD_PAIRS", "MARK_PAIRS",
            "upto", "cause_rows", "shares_start", "cause_table", "format_cause_table",
            "COUNTING_ROWS", "counting_test", "init_or_data", "draw_causes"]
 
@@ -715,6 +715,41 @@ def delay_table(rows: dict, pairs=DELAY_PAIRS, levels=DELAY_LEVELS, short: int =
     return out
 
 
+#: The pairs of :data:`DELAY_PAIRS` that chapter 7 §1 reads (the end token, on the control
+#: task and at L = 10 too); §2 reads the others, its ablations. One family either way.
+DELAY_FIRST = (DELAY_PAIRS[0], DELAY_PAIRS[1], DELAY_PAIRS[5])
+
+
+def delay_text(rows: dict, show=DELAY_PAIRS) -> str:
+    """:func:`delay_table` of ``rows`` (the long rows, :func:`load_long`) as text, one line
+    for each pair of ``show`` (pairs of :data:`DELAY_PAIRS`) at each level: the first row,
+    the second's condition, the level, the runs of each above it by step 300 and by the
+    last step, the median step at which those that got there did ("-": none did), the test
+    and its p, Holm-corrected over the whole family of :data:`DELAY_PAIRS` whichever pairs
+    are shown."""
+    if isinstance(show, str) or not isinstance(show, (list, tuple)) or not show:
+        raise TypeError("show must be a non-empty list of pairs of DELAY_PAIRS")
+    show = [tuple(p) if isinstance(p, (list, tuple)) else p for p in show]
+    for p in show:
+        if p not in DELAY_PAIRS:
+            raise ValueError(f"show must hold pairs of DELAY_PAIRS {list(DELAY_PAIRS)}; "
+                             f"got {p!r}")
+    lines = [f"{'a':20s}{'b':7s}level by 300 by 2000  median   test     p Holm"]
+    for d in delay_table(rows):
+        if (d["a"], d["b"]) not in show:
+            continue
+        a, b = (SWEEP_ROWS[d[k]] for k in ("a", "b"))
+        label = f"{a[0]}{', control' if a[2] == 'control' else ''}, L={a[1]}"
+        by = [d[f"{s}_by_{t}"] for t in ("short", "end") for s in "ab"]
+        med = ["  - " if d[s + "_median"] is None else f"{d[s + '_median']:4.0f}"
+               for s in "ab"]
+        test = "paired" if d["test"] == "paired order" else d["test"]
+        lines.append(f"{label:20s}{b[0]:7s}{d['level']:4.2f}  {by[0]:2d} {by[1]:2d}  "
+                     f"{by[2]:2d} {by[3]:2d}  {med[0]} {med[1]}  {test:8s} "
+                     f"{d['p_holm']:.2g}")
+    return "\n".join(lines)
+
+
 def _km_curve(ax, row: dict, level: float, **style) -> None:
     """Draw on ``ax`` the Kaplan-Meier curve of stored row ``row``'s times to ``level``,
     held flat to its last evaluation (``style``: the line's colour, style and label)."""
@@ -729,7 +764,8 @@ def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: i
     Kaplan-Meier, for each long row of ``names`` (default: every row of ``rows`` at
     L = 20), with the sweep's budget ``short`` marked: a curve that keeps falling after it
     is a delay; one that flattens above 0 is runs that stall, as far as the budget shows.
-    ``labels``: row name -> its legend entry (default: the condition's short name)."""
+    ``labels``: row name -> its legend entry (default: the condition's short name). Each
+    row keeps its colour from figure to figure (its place in :data:`LONG_ROWS`)."""
     import matplotlib.pyplot as plt
 
     if names is None:
@@ -743,11 +779,11 @@ def draw_survival(rows: dict, names=None, level: float = SUCCESS_LEVEL, short: i
         raise TypeError(f"labels must be a dict (row name -> legend entry); got "
                         f"{type(labels).__name__}")
     fig, ax = plt.subplots(figsize=(4.6, 4.8), layout="constrained")
-    for i, name in enumerate(names):
+    for name in names:
         cond, _, task = SWEEP_ROWS[name]
         label = labels.get(name, SHORT_LABELS[cond] + (", control" if task == "control"
                                                         else ""))
-        _km_curve(ax, rows[name], level, color=f"C{i}", label=label,
+        _km_curve(ax, rows[name], level, color=f"C{LONG_ROWS.index(name)}", label=label,
                   ls=":" if task == "control" else "-")
     ax.axvline(short, color="0.4", lw=0.8, ls="--")
     ax.text(short, 1.02, f" step {short}", color="0.4", va="bottom")
