@@ -780,9 +780,9 @@ class TopicAttentionCNN(_TopicClassifier):
     *pairs* built by two parallel convolutions (kernel d × 2, stride 1, d kernels).
 
     Word w has an embedding ν_w and a key κ_w (as in :class:`TopicAttention`). For the pair
-    (a, b) of two consecutive words the convolutions give the pair embedding and pair key ::
+    (w, w') of two consecutive words the convolutions give the pair embedding and pair key ::
 
-        e_(a,b) = W₁ ν_a + W₂ ν_b,      k_(a,b) = K₁ κ_a + K₂ κ_b,      s_(a,b) = qᵀ k_(a,b)
+        e_(w,w') = W₁ ν_w + W₂ ν_w',    k_(w,w') = G₁ κ_w + G₂ κ_w',    s_(w,w') = qᵀ k_(w,w')
 
     and a sentence of L words, i.e. L − 1 pairs, is represented by ē = Σ_pairs e softmax(s),
     classified by Uᵀē with U (d × J) trainable (Attn-TC). The convolutions have no bias: a key
@@ -828,9 +828,9 @@ class TopicAttentionCNN(_TopicClassifier):
 
     def _word_tables(self) -> tuple[Tensor, Tensor]:
         """``(E, k)``: E (S, 2, V, d) with E[:, i] = ν W_iᵀ (word w's part of a pair's embedding
-        in position i), k (S, 2, V) with k[:, i, w] = qᵀ K_i κ_w."""
+        in position i), k (S, 2, V) with k[:, i, w] = qᵀ G_i κ_w."""
         E = torch.einsum("svd,sied->sive", self.embedding, self.conv_e)
-        kq = torch.einsum("sied,se->sid", self.conv_k, self.query)           # K_iᵀ q
+        kq = torch.einsum("sied,se->sid", self.conv_k, self.query)           # G_iᵀ q
         return E, torch.einsum("svd,sid->siv", self.keys, kq)
 
     def _check_pairs(self, pairs) -> Tensor:

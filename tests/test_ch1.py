@@ -321,8 +321,8 @@ def test_model_diagram_shows_every_part_of_the_classifier():
     fig = ch.model_diagram()
     assert isinstance(fig, Figure)
     text = " ".join(t.get_text() for t in fig.axes[0].texts)
-    for part in ("tokens", "LSTM", r"q^\top h_l", "softmax", r"r_l = W h_l",
-                 r"\sum_l p_l\, r_l", r"\Pr[\mathrm{positive}]", "$q$", "$W$"):
+    for part in ("tokens", "LSTM", r"q^\top h_l", "softmax", r"r_l = w^\top h_l",
+                 r"\sum_l p_l\, r_l", r"\Pr[\mathrm{positive}]", "$q$", "$w$"):
         assert part in text, part
     sizes = rendered_text_pt(fig)
     assert min(sizes["desktop"], sizes["phone"]) >= MIN_TEXT_PT, sizes

@@ -136,7 +136,7 @@ WRONG = {
         (lambda h, al, w: (lambda o: (o[0], o[1].T, o[2]))(classifier_head(h, al, w)),
          "shape"),
         (lambda h, al, w: (lambda o: (o[0], o[1], o[2] + 0.1))(classifier_head(h, al, w)),
-         "W h_l"),
+         "wᵀh_l"),
         (lambda h, al, w: (lambda o: (o[0] + 0.1, o[1], o[2]))(classifier_head(h, al, w)),
          "logit is off"),
         (lambda h, al, w: 1 / 0, "raised ZeroDivisionError"),

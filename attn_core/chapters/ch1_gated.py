@@ -301,8 +301,8 @@ def draw_small_gap(gap: float, lowest: float, p0: float = 0.5, t_max: float = 3.
 # ------------------------------------------------------------------ §5's model, as a diagram
 def model_diagram():
     """§5's attention LSTM classifier (:class:`~attn_core.models.AttentionClassifier`) as
-    boxes and arrows: tokens, LSTM states h_l, the attention (scores a_l = αᵀh_l, softmax),
-    the output relevance r_l = W h_l, the logit Σ p_l r_l and Pr[positive]. Returns the
+    boxes and arrows: tokens, LSTM states h_l, the attention (scores a_l = qᵀh_l, softmax),
+    the output relevance r_l = wᵀh_l, the logit Σ p_l r_l and Pr[positive]. Returns the
     Figure."""
     from ..plotting import block_diagram
 
@@ -312,8 +312,8 @@ def model_diagram():
         "alpha": (0.1, 0.5, r"$q$", "weight"),
         "a": (0.4, 0.5, r"$a_l = q^\top h_l$" "\n" r"$p = \mathrm{softmax}(a)$",
               "attention"),
-        "W": (0.94, 0.5, "$W$", "weight"),
-        "r": (0.73, 0.5, r"$r_l = W h_l$", "state"),
+        "W": (0.94, 0.5, "$w$", "weight"),
+        "r": (0.73, 0.5, r"$r_l = w^\top h_l$", "state"),
         "logit": (0.5, 0.73, r"logit $= \sum_l p_l\, r_l$", "output"),
         "out": (0.5, 0.93, r"$\Pr[\mathrm{positive}] = \sigma(\mathrm{logit})$", "output"),
     }

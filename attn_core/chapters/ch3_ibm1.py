@@ -549,12 +549,13 @@ def zipf_row_contest(zipf: float, config: TranslationConfig | None = None) -> di
     """Exercise 3.4's answer: why Zipf skew spoils the one-step rows. For each source
     word i (by frequency rank) the one-step table's Trans(own translation | i) and
     Trans(translation of word 0 | i), measured on the corpus redrawn with Zipf exponent
-    ``zipf``, and their expected-count values for L i.i.d. words with probabilities p ::
+    ``zipf``, and their expected-count values for L i.i.d. words with probabilities f ::
 
-        Trans(own | i)  → (1 + (L − 1) p_i) / L      Trans(word 0's | i) → (L − 1) p_0 / L
+        Trans(own | i)  → (1 + (L − 1) f_i) / L      Trans(word 0's | i) → (L − 1) f_0 / L
 
     (row i gains n_i² / L on its own translation and n_i n_0 / L on word 0's, with
-    E[n_i²] = L p_i (1 − p_i) + L² p_i², E[n_i n_0] = L (L − 1) p_i p_0). Returns ``"p"``,
+    E[n_i²] = L f_i (1 − f_i) + L² f_i², E[n_i n_0] = L (L − 1) f_i f_0). Returns ``"p"``
+    (the probabilities f),
     ``"own"``, ``"rival"``, ``"own_expected"``, ``"rival_expected"`` (each (V,); ``rival``
     of word 0 itself is NaN), ``"n"`` (each word's count in the corpus), ``"recovered"``
     (the measured row-by-row recovery) and ``"predicted"`` (the fraction of words whose

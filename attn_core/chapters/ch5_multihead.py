@@ -162,10 +162,10 @@ def verdict_agreement(final_acc, good: float) -> dict:
     With **heads as the unit** (the test the repeat rate cannot be: an untrained screen fails
     every head on every stream, and then every verdict repeats).
 
-    For the first stream against each other stream: Cohen's κ of "ends above ``good``"
+    For the first stream against each other stream: Cohen's kappa of "ends above ``good``"
     (agreement beyond what the two streams' success rates give by chance; 0 when a stream has
     no success, or all succeed: the verdicts then carry no information about the head) and
-    the one-sided Fisher exact p-value of the 2x2 table of heads. Returns the smallest κ, the
+    the one-sided Fisher exact p-value of the 2x2 table of heads. Returns the smallest kappa, the
     largest p and the first table ``[[good, good then not], [not then good, neither]]``."""
     acc = check_fraction_array("final_acc", final_acc)
     good = check_real("good", good, 0.0, 1.0)

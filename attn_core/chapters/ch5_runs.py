@@ -391,7 +391,7 @@ def other_bases_fast() -> tuple[tuple, ...]:
     ``base_seed`` and ``copy.batch_size`` changed; 16 candidate heads on 2 data streams,
     then 6 "all bad" and 6 "one good" K = 4 combinations. Each row: ``(batch_size,
     base_seed, good, bad, inconsistent, decided on the first stream, of those repeated
-    strictly on the second, Cohen's κ of success on the two streams and its one-sided
+    strictly on the second, Cohen's kappa of success on the two streams and its one-sided
     Fisher p (:func:`~attn_core.chapters.ch5_multihead.verdict_agreement`, 3 significant
     digits), all bad (successes, runs), one good (successes, runs))``; ``None`` where the
     screen found fewer than K bad heads. Read from :data:`OTHER_BASES_FILE`;

@@ -6,10 +6,10 @@ the copy task under more than a hundred conditions. This module turns the lens i
 number for each condition, computed from its data only, before any training, and scores it
 against what training found:
 
-- :func:`count_lens`: the *contrast* κ of the proxy's first step on the right position
+- :func:`count_lens`: the *contrast* ξ of the proxy's first step on the right position
   (how much more the count table says the word at the aligned position comes out than the
   sentence's other words do), and how often that step's argmax is the aligned position;
-- :func:`predict`: a success rate from κ (the count lens) or from κ and the weight of a
+- :func:`predict`: a success rate from ξ (the count lens) or from ξ and the weight of a
   target step that copies nothing (the count-and-end-step lens, chapter 7's finding), both
   read off chapter 7's reference rows at L = 20 (seeds 0-39);
 - :func:`scorecard`, :func:`rank_scores`, :func:`run_aucs`: each lens scored per condition
@@ -158,7 +158,7 @@ def predict(lens: str, counts: dict, length: int, extra: float, refs: dict,
     target step that copies nothing weighted ``extra`` in the loss.
 
     Every lens moves from the rate on flat data to the control's by a weight λ in [0, 1]:
-    ``r = r_flat + (r_control − r_flat) · λ``. For the *contrast* lens λ = κ / κ_control
+    ``r = r_flat + (r_control − r_flat) · λ``. For the *contrast* lens λ = ξ / ξ_control
     (at most 1: data with more contrast than the control's are predicted as the control);
     for the *proxy* lenses λ = (hit − 1/L) / (1 − 1/L), 0 when the proxy's first step
     points nowhere (all positions tie) and 1 when it always points at the aligned
@@ -224,7 +224,7 @@ def binomial_range(rate: float, n: int, level: float = 0.95) -> tuple[int, int]:
 
 
 def held_out_predictions(conds: Sequence[Condition] | None = None) -> dict:
-    """For each held-out condition (:data:`HELD_OUT_ROWS`, 40 fresh seeds): its κ and
+    """For each held-out condition (:data:`HELD_OUT_ROWS`, 40 fresh seeds): its ξ and
     ``extra``, each lens's predicted rate and its range of successes of 40 (the binomial
     range at the reference rates' low and high Wilson bounds)."""
     conds = conditions() if conds is None else conds
@@ -664,7 +664,7 @@ def draw_held_out(table: list):
 
 def draw_lens(vocab: int, conds: Sequence[Condition], refs: dict, length: int = 20):
     """The slider's frame at V = ``vocab`` (L = ``length``): above, the count lens's
-    contrast κ (÷ the control's) and the proxy's hit rate against V/L; below, each lens's
+    contrast ξ (÷ the control's) and the proxy's hit rate against V/L; below, each lens's
     predicted rate (proxy + end step with and without the end step), with the stored
     conditions of chapter 7 and the held-out conditions at their V/L (L = 20, learned
     attention, LSTM), filled with the end token and hollow without. Returns the Figure."""
@@ -681,11 +681,11 @@ def draw_lens(vocab: int, conds: Sequence[Condition], refs: dict, length: int = 
     hit = np.array([lens_at[v]["hit"] for v in Vs])
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(plotting.WIDTH_IN, 6.4), sharex=True,
                                  layout="constrained", gridspec_kw={"height_ratios": [1, 1.4]})
-    a1.plot(Vs / L, kap, "-", color="C3", label="contrast κ ÷ control's")
+    a1.plot(Vs / L, kap, "-", color="C3", label="contrast ξ ÷ control's")
     a1.plot(Vs / L, hit, "-", color="C0", label="proxy's hit rate")
     a1.axvline(V / L, color="k", lw=0.8)
     a1.set(ylabel="count lens", ylim=(-0.05, 1.25),
-           title=f"V = {V}: κ ÷ control's {kap[V - L]:.2f}, hit rate {hit[V - L]:.2f}")
+           title=f"V = {V}: ξ ÷ control's {kap[V - L]:.2f}, hit rate {hit[V - L]:.2f}")
     a1.legend(loc="upper right", frameon=False, ncols=2)
     styles = (("contrast", 1.0, "C3", "-"), ("proxy", 1.0, "C0", ":"),
               ("proxy + end step", 1.0, "C0", "-"), ("proxy + end step", 0.0, "C2", "-"))

@@ -323,7 +323,7 @@ def check_classifier_head(classifier_head):
                 beta, ref["beta"], rtol=1e-4, atol=1e-6):
             raise Wrong("did you swap `alpha` and `w`? `alpha` scores the positions, `w` gives "
                         "the relevance r_l")
-        _off_where(beta, ref["beta"], "r", "r_l = W h_l at every position",
+        _off_where(beta, ref["beta"], "r", "r_l = wᵀh_l at every position",
                    HEAD_RTOL, HEAD_ATOL)
         if n > 1 and matches(p, np.full((b, n), 1 / n)):
             raise Wrong("your p is uniform (1/L): it ignores q; the scores are a_l = qᵀh_l")

@@ -124,9 +124,9 @@ def _first_step_hint(got: np.ndarray, want: np.ndarray, which: str) -> None:
     if abs(k - 1) > 1e-4 and matches(got, k * want, rtol=_RTOL,
                                      atol=_RTOL * np.abs(k * want).max()):
         raise Wrong("your velocity is proportional to the right one, by the wrong factor: "
-                    "check each constant (the 1/L_m of z^m, the uniform p = 1/|O|, no 2)")
+                    "check each constant (the 1/L_j of z^j, the uniform p = 1/|O|, no 2)")
     raise Wrong(f"your velocity is off on the {which} of the checker's three corpora: "
-                "differentiate −Σ_m Σ_t log softmax(z^m)_{y_t} with z^m = (1/L_m) Σ_l "
+                "differentiate −Σ_j Σ_t log softmax(z^j)_{y_t} with z^j = (1/L_j) Σ_l "
                 "θ_{x_l}, at θ = 0 where the softmax is uniform, and collect the terms of "
                 "each pair (i, o)")
 

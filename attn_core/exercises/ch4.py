@@ -1,7 +1,7 @@
 """Chapter 4's exercises (the permutation-copy failure, SZKS §3.3, §6.2): their checkers.
 
 - :func:`check_luong_attention` (Exercise 4.1, code): one step of the chapter's attention --
-  the score s_tᵀ W h_l + aᵀ h_l, the softmax over source positions, the context and its
+  the score s_tᵀ W h_l + b_aᵀ h_l, the softmax over source positions, the context and its
   projection P c_t + b -- against :meth:`~attn_core.chapters.ch4_copy.LuongSeq2Seq.attend`,
   the readable model's own;
 - :func:`check_guessing_level` (Exercise 4.2, derivation): the token accuracy of a copier
@@ -108,10 +108,10 @@ _ALPHA_HINTS = {
                     "symmetric (check the order of the indices of W)",
     "scaled": "Luong's score s_tᵀ W h_l has no 1/√H scaling (that is the Transformer's scaled "
               "dot product)",
-    "no_score_bias": "did you add the score's bias aᵀ h_l? (A term that depends only on t, "
-                     "such as s_tᵀ a, cancels in the softmax over l.)",
-    "bias_on_query": "your bias enters as (s_t + a)ᵀ W h_l: the chapter's score is "
-                     "(s_tᵀ W + aᵀ) h_l, so a meets h_l directly, without W",
+    "no_score_bias": "did you add the score's bias b_aᵀ h_l? (A term that depends only on t, "
+                     "such as s_tᵀ b_a, cancels in the softmax over l.)",
+    "bias_on_query": "your bias enters as (s_t + b_a)ᵀ W h_l: the chapter's score is "
+                     "(s_tᵀ W + b_aᵀ) h_l, so b_a meets h_l directly, without W",
 }
 _CONTEXT_HINTS = {
     "plain": "your context is the plain c_t = Σ_l α_tl h_l: the chapter's model projects it, "
@@ -170,7 +170,7 @@ def _alpha_off(alpha: np.ndarray, case: str) -> None:
                     "for every batch item and output step (α_t· = softmax over l of the "
                     "scores)")
     raise Wrong(f"alpha is off (on {case}): your weights sum to 1 over l but are not the "
-                f"softmax over l of s_tᵀ W h_l + aᵀ h_l -- check which of s, W, a and h "
+                f"softmax over l of s_tᵀ W h_l + b_aᵀ h_l -- check which of s, W, b_a and h "
                 f"enter the score, and where")
 
 

@@ -1,6 +1,6 @@
 """Chapter 8's exercises (the scorecard): their checkers.
 
-- :func:`check_contrast` (Exercise 8.1, code): the count lens's contrast κ of a batch of
+- :func:`check_contrast` (Exercise 8.1, code): the count lens's contrast ξ of a batch of
   sentence pairs, against :func:`~attn_core.chapters.ch8_scorecard.count_lens`;
 - :func:`check_auc` (Exercise 8.2, code): the AUC of a lens over runs, ties counted half,
   against :func:`~attn_core.metrics.outcome_auc`;
@@ -56,7 +56,7 @@ def _centred(src, tgt, align, V: int):
 
 
 def contrast_reference(src, tgt, align, V: int) -> float:
-    """κ of the pairs ``src``, ``tgt`` (n, L) with ``align`` (n, L), every token a data
+    """ξ of the pairs ``src``, ``tgt`` (n, L) with ``align`` (n, L), every token a data
     word below ``V``: the scaled, row-centred count table C̃, then the mean over pairs and
     steps of C̃[x_{a_t}, y_t] − mean_l C̃[x_l, y_t]."""
     _, M, right = _centred(src, tgt, align, V)
@@ -76,7 +76,7 @@ def _contrast_variants(src, tgt, align, V) -> dict:
 
 @checker("Exercise 8.1: the count lens's contrast ξ")
 def check_contrast(contrast):
-    """``contrast(src, tgt, align, V)`` -> κ of the pairs."""
+    """``contrast(src, tgt, align, V)`` -> ξ of the pairs."""
     import attn_core.chapters.ch8_scorecard as mod
 
     for L, V, dist, n, seed in CONTRAST_CASES:
