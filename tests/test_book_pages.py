@@ -194,11 +194,13 @@ def test_every_kept_letter_is_stated_in_its_chapter():
         quoted = re.findall(r"“([^”]+)”", why)
         assert quoted, f"{letter}: no sentence quoted"
         assert all(q in _chapter_markdown(chapter) for q in quoted), (letter, quoted)
-    renamed = {"01_gated_classifier": [r"\alpha^\top h_l"],
-               "02_sen": ["α", r"\alpha\lVert", " a_t = ", "$a_t", "p_{n,l}"],
-               "03_ibm1": ["Zipf exponent $s", "1/r^{s}"],
-               "04_permutation_copy": [r"+ a^\top h_l"],
-               "05_multihead": [r"\kappa"], "08_scorecard": [r"\kappa/"]}
+    renamed = {"01_gated_classifier": [r"\alpha^\top h_l", "W h_l", "3K$"],
+               "02_sen": ["α", r"\alpha\lVert", " a_t = ", "$a_t", "p_{n,l}", "K_1",
+                          "(a,b)", "$(s, e)$"],
+               "03_ibm1": ["Zipf exponent $s", "1/r^{s}", r"\sum_m", "x^m_l", "r_l = W h_l"],
+               "04_permutation_copy": [r"+ a^\top h_l", r"\sum_m"],
+               "05_multihead": [r"\kappa"], "06_transformer": ["y &= z + p"],
+               "08_scorecard": [r"\kappa/", r"\sum_m"]}
     for name, gone in renamed.items():
         text = _chapter_markdown(f"<../notebooks/{name}>")
         assert not [g for g in gone if g in text], (name, [g for g in gone if g in text])
