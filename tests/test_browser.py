@@ -53,6 +53,9 @@ INTRO = "book/intro.html"
 READING = "book/reading_numbers.html"
 #: the book's pages with display equations besides the chapters
 MATH_PAGES = [INTRO, READING]
+#: the book's pages with wide markdown tables, and the chapters that have such a table
+TABLE_PAGES = ["book/notation.html", "book/setup.html", "notebooks/03_ibm1.html",
+               "notebooks/07_end_token.html"]
 #: a phone's window width (an iPhone 12-15's 390 CSS px)
 PHONE = 390
 #: every registered chapter's page (attn_core/chapters/registry.py)
@@ -728,6 +731,53 @@ def test_claims_table_fits_a_phone(browser, chapter):
                         "claims-table cells not on screen whole:\n" + "\n".join(hidden[:20]))
     assert not unnamed, (f"{chapter} at {PHONE} px: cells shown without their column's "
                          "name:\n" + "\n".join(unnamed[:20]))
+
+
+_BOOK_TABLES_JS = r"""
+(() => {
+  const col = document.querySelector('article.bd-article') || document.querySelector('main')
+              || document.body;
+  const right = col.getBoundingClientRect().right + 1;
+  const tables = [...document.querySelectorAll('table.table')];
+  const wide = [], unnamed = [];
+  tables.forEach((t, n) => {
+    const r = t.getBoundingClientRect();
+    if (r.right > right || t.scrollWidth > t.clientWidth + 1)
+      wide.push({n, width: Math.round(r.width), room: Math.round(col.clientWidth)});
+    t.querySelectorAll('td').forEach(td => {
+      const text = td.textContent.trim().slice(0, 40);
+      if (text && !(td.getAttribute('data-label') || '').trim()) unnamed.push({n, text});
+      if (td.getBoundingClientRect().right > right) wide.push({n, cell: text});
+    });
+  });
+  return {tables: tables.length, cells: document.querySelectorAll('table.table td').length,
+          wide, unnamed};
+})()
+"""
+
+
+@pytest.mark.parametrize("page", TABLE_PAGES, ids=lambda p: p.split("/")[-1][:-5])
+def test_book_tables_fit_a_phone(browser, server, page):
+    """#55: at 390 px the book's markdown tables (the notation page's, the setup page's
+    timings) fit the column: each row a card, every cell inside the column and named by its
+    column (book/_static/tables.js, book.css). Screenshot: ``phone_tables_<page>.png``."""
+    _visit(browser, server, page)
+    _typeset(browser)
+    _width(browser, PHONE)
+    try:
+        res = browser.evaluate(_BOOK_TABLES_JS)
+        browser.evaluate("(() => { const t = [...document.querySelectorAll('table.table')]"
+                         ".sort((a, b) => b.scrollWidth - a.scrollWidth)[0];"
+                         " if (t) t.scrollIntoView({block: 'start'}); return true; })()")
+        browser.settle()
+        browser.screenshot(SHOTS / f"phone_tables_{page.split('/')[-1][:-5]}.png")
+    finally:
+        _width(browser, 1280)
+    _record(browser, page)
+    assert res["tables"] >= 1 and res["cells"] >= 6, f"{page}: {res}"
+    assert not res["wide"], f"{page} at {PHONE} px: tables wider than the column: {res['wide']}"
+    assert not res["unnamed"], f"{page} at {PHONE} px: cells without their column's name: " \
+        f"{res['unnamed'][:10]}"
 
 
 def test_no_control_is_dead(browser, chapter):
