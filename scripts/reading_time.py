@@ -6,6 +6,8 @@ The rule (the intro's "Time" paragraph states it): prose with maths at 70 words 
 exercise at the time its heading gives ("≈ 15 min"), which includes reading it.
 
     python scripts/reading_time.py          # the table: estimate against the stated times
+    python scripts/reading_time.py --sections      # each timed section heading, and the rule's
+    python scripts/reading_time.py --set-sections  # write the rule's time into those headings
 
 ``tests/test_learning.py`` checks that every chapter's opening states its reading time
 within 15 % of the estimate and its exercises' time as the sum of their headings, and that
@@ -34,8 +36,17 @@ def words(markdown: str) -> int:
     return len(re.findall(r"[A-Za-z0-9]+", text))
 
 
+def _ends_exercise(cell: dict) -> bool:
+    """An exercise's folded solution (a code cell "# @title Solution …") is its last cell: the
+    section goes on after it."""
+    return cell["cell_type"] == "code" and "".join(cell["source"]).startswith(
+        "# @title Solution")
+
+
 def estimate(path: Path) -> dict:
-    """``{"reading": minutes, "exercises": minutes, "n_exercises": n}`` for one notebook."""
+    """``{"reading": minutes, "exercises": minutes, "n_exercises": n}`` for one notebook. An
+    exercise runs from its heading to its solution cell; what follows belongs to the
+    section again."""
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
     reading = 0.0
     exercises, n_exercises = 0, 0
@@ -45,6 +56,8 @@ def estimate(path: Path) -> dict:
         if cell["cell_type"] != "markdown":
             if not in_exercise:
                 reading += MINUTES_PER_CODE_CELL
+            elif _ends_exercise(cell):
+                in_exercise = False
             continue
         parts = _HEADING.split(source)
         if not in_exercise:
@@ -58,6 +71,69 @@ def estimate(path: Path) -> dict:
             else:
                 reading += words(heading + body) / WORDS_PER_MINUTE
     return {"reading": reading, "exercises": exercises, "n_exercises": n_exercises}
+
+
+_TIMED = re.compile(r"^(#{2,3} (?!Exercise ).*?\(≈ )(\d+)( min\).*)$")
+
+
+def sections(path: Path) -> list[dict]:
+    """Each section heading that states a time ("## 2. … (≈ 25 min)", not an exercise's): its
+    ``heading``, the ``stated`` minutes and the rule's ``estimate`` for its text and code
+    cells, from it to the next heading, its exercises left out (an exercise runs from its
+    heading to its solution cell, and the section goes on after it). A heading without a
+    time, such as "## Claims", ends the section."""
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    out, current, section = [], None, None     # current: counting now; section: the last
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] != "markdown":
+            if current is not None:
+                current["estimate"] += MINUTES_PER_CODE_CELL
+            elif _ends_exercise(cell):
+                current = section
+            continue
+        parts = _HEADING.split(source)
+        if current is not None:
+            current["estimate"] += words(parts[0]) / WORDS_PER_MINUTE
+        for heading, body in zip(parts[1::2], parts[2::2]):
+            m = _TIMED.match(heading)
+            if _EXERCISE.match(heading):
+                current = None                  # the exercise's own time is in its heading
+            elif m:
+                current = section = {"heading": heading, "stated": int(m.group(2)),
+                                     "estimate": words(heading + body) / WORDS_PER_MINUTE}
+                out.append(current)
+            else:
+                current = section = None
+    return out
+
+
+def rounded(minutes_: float) -> int:
+    """A section's time as its heading gives it: to the nearest 5 minutes, at least 5."""
+    return max(5, int(5 * round(minutes_ / 5)))
+
+
+def set_section_times(path: Path) -> int:
+    """Rewrite every timed section heading of ``path`` to the rule's time
+    (:func:`rounded`); returns how many changed."""
+    path = Path(path)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    want = {s["heading"]: rounded(s["estimate"]) for s in sections(path)}
+    changed = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = "".join(cell["source"]).split("\n")
+        for i, line in enumerate(lines):
+            m = _TIMED.match(line)
+            if m and line in want and int(m.group(2)) != want[line]:
+                lines[i] = f"{m.group(1)}{want[line]}{m.group(3)}"
+                changed += 1
+        text = "\n".join(lines)
+        cell["source"] = [ln + "\n" for ln in text.split("\n")[:-1]] + (
+            [text.split("\n")[-1]] if text.split("\n")[-1] else [])
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return changed
 
 
 _DURATION = r"(?:(\d+) h(?: (\d+) min)?|(\d+) min)"
@@ -83,6 +159,16 @@ def stated(path: Path) -> dict:
 
 
 def main() -> None:
+    if "--set-sections" in sys.argv[1:]:
+        for path in sorted((ROOT / "notebooks").glob("0*.ipynb")):
+            print(f"{path.name}: {set_section_times(path)} section heading(s) changed")
+        return
+    if "--sections" in sys.argv[1:]:
+        for path in sorted((ROOT / "notebooks").glob("0*.ipynb")):
+            for sec in sections(path):
+                print(f"{path.name[:2]} {sec['stated']:3d} min stated, {sec['estimate']:5.1f} "
+                      f"by the rule: {sec['heading'][:60]}")
+        return
     total = {"reading": 0.0, "exercises": 0}
     for path in sorted((ROOT / "notebooks").glob("0*.ipynb")):
         e = estimate(path)

@@ -283,6 +283,22 @@ def _hours(text: str) -> float:
     return float(text.replace("½", ".5")) if text[0] != "½" else 0.5
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_section_headings_state_the_rule_s_time(path):
+    """#55: every timed section heading ("## 2. … (≈ 25 min)") gives the book's rule applied
+    to its section (its exercises left out; `python scripts/reading_time.py --set-sections`
+    writes them), within 5 minutes or a quarter; so the headings add up to the opening's
+    reading time, less the opening, the claims and the summary."""
+    rt = _reading_time()
+    secs = rt.sections(path)
+    assert len(secs) >= 4, [s["heading"] for s in secs]
+    off = [(s["heading"][:50], s["stated"], round(s["estimate"], 1)) for s in secs
+           if abs(s["stated"] - s["estimate"]) > max(5, 0.25 * s["estimate"])]
+    assert not off, f"{path.name}: headings (stated, the rule's): {off}"
+    untimed = rt.estimate(path)["reading"] - sum(s["estimate"] for s in secs)
+    assert 0 <= untimed <= 0.35 * rt.estimate(path)["reading"], untimed
+
+
 def test_the_intro_totals_are_the_chapters_sums():
     """#55: the intro's "takes about N hours … and their K exercises about M hours more" is
     the chapters' stated times summed (to the half hour)."""
