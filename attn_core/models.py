@@ -3,7 +3,7 @@
 Each class docstring leads with its equations and source:
 
 - :class:`AttentionClassifier` -- LSTM + single-vector attention binary classifier
-  (Snell et al. blog; SZKS Eq. 5): ``a_l = αᵀh_l``, ``p = softmax(a)``,
+  (Snell et al. blog; SZKS Eq. 5): ``a_l = qᵀh_l``, ``p = softmax(a)``,
   ``Pr[pos] = σ(Σ_l p_l W h_l)`` (chapters 1 and 3).
 - :class:`Seq2Seq` -- LSTM/GRU encoder-decoder with Luong (2015) "general" attention
   ``score(s_t, h_l) = s_tᵀ W h_l`` and output ``softmax(W_o tanh(W_c [s_t; c_t]))``, with K heads
@@ -102,8 +102,8 @@ class AttentionClassifier(StackedModule):
 
     Tokens are embedded and encoded by a unidirectional LSTM into ``h_1..h_L``; then ::
 
-        a_l = αᵀ h_l,   p = softmax(a),   β_l = W h_l  (output relevance, the slides' r_l)
-        logit = Σ_l p_l β_l,   Pr[positive] = σ(logit)
+        a_l = qᵀ h_l,   p = softmax(a),   r_l = wᵀ h_l  (output relevance, the slides' r_l)
+        logit = Σ_l p_l r_l,   Pr[positive] = σ(logit)
 
     ``attention="uniform"`` freezes p at 1/L (the model used for β^uf in SZKS §3.2, §6.1).
 

@@ -505,7 +505,7 @@ def ibm1_em(sources, targets, n_in: int | None = None, n_out: int | None = None,
 
     - **E-step** (Brown et al. Eq. 18-19): for every pair m and output position t, the alignment
       posterior ``P(a_t = l | x, y) = t(y_t | x_l) / Σ_{l'} t(y_t | x_{l'})`` -- α^IBM of SZKS
-      Eq. 16 -- and the expected counts ``c(i, o) = Σ_m Σ_t Σ_l P(a_t = l) 1[x_l = i] 1[y_t = o]``;
+      Eq. 16 -- and the expected counts ``c(i, o) = Σ_j Σ_t Σ_l P(a_t = l) 1[x_l = i] 1[y_t = o]``;
     - **M-step** (Eq. 20): ``t(o | i) = c(i, o) / Σ_{o'} c(i, o')``.
 
     From the uniform start ``t(o | i) = 1/|O|`` the first E-step's posterior is 1/L_m, its counts
