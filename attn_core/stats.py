@@ -23,11 +23,11 @@ import math
 
 import numpy as np
 
-from .checks import check_real, check_real_array
+from .checks import check_int, check_real, check_real_array
 from .metrics import first_step, wilson_interval
 
-__all__ = ["time_to_level", "kaplan_meier", "logrank", "paired_order", "mcnemar",
-           "paired_difference", "holm"]
+__all__ = ["time_to_level", "kaplan_meier", "logrank", "sign_test", "paired_order",
+           "mcnemar", "paired_difference", "holm"]
 
 
 def _bool_runs(name: str, ok, n: int | None = None) -> np.ndarray:
@@ -108,8 +108,14 @@ def logrank(times_a, reached_a, times_b, reached_b) -> float:
     return math.erfc(math.sqrt(o_minus_e ** 2 / var / 2))
 
 
-def _sign_test(k: int, n: int) -> float:
-    """The exact two-sided binomial p of ``k`` of ``n`` at 1/2 (1 when n = 0)."""
+def sign_test(k: int, n: int) -> float:
+    """The exact two-sided binomial p of ``k`` successes of ``n`` at 1/2 (the sign test: 1
+    when n = 0): twice the smaller tail, at most 1. ``n`` an int >= 0, ``k`` an int in
+    [0, n]."""
+    n = check_int("n", n, 0)
+    k = check_int("k", k, 0)
+    if k > n:
+        raise ValueError(f"k must be an int in [0, n] = [0, {n}]; got {k}")
     if n == 0:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1)) / 2 ** n
@@ -136,7 +142,7 @@ def paired_order(times_a, reached_a, times_b, reached_b) -> dict:
     neither = int((~ra & ~rb).sum())
     ties = int(ta.size - a_first - b_first - neither)
     return {"a_first": a_first, "b_first": b_first, "ties": ties, "neither": neither,
-            "p": _sign_test(a_first, a_first + b_first)}
+            "p": sign_test(a_first, a_first + b_first)}
 
 
 def mcnemar(a_ok, b_ok) -> dict:
@@ -147,7 +153,7 @@ def mcnemar(a_ok, b_ok) -> dict:
     b = _bool_runs("b_ok", b_ok, a.size)
     a_only, b_only = int((a & ~b).sum()), int((~a & b).sum())
     return {"both": int((a & b).sum()), "a_only": a_only, "b_only": b_only,
-            "neither": int((~a & ~b).sum()), "p": _sign_test(a_only, a_only + b_only)}
+            "neither": int((~a & ~b).sum()), "p": sign_test(a_only, a_only + b_only)}
 
 
 def paired_difference(a_ok, b_ok, confidence: float = 0.95) -> tuple[float, float, float]:

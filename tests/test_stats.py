@@ -117,6 +117,17 @@ def test_holm_steps_down_and_keeps_the_order():
         stats.holm([0.1, 1.5])
 
 
+def test_the_sign_test_by_hand_and_its_bad_input():
+    assert stats.sign_test(0, 0) == 1.0
+    assert stats.sign_test(1, 14) == 30 / 16384          # 2 (1 + 14) / 2^14
+    assert stats.sign_test(13, 14) == stats.sign_test(1, 14)
+    assert stats.sign_test(5, 10) == 1.0                  # twice the tail, capped at 1
+    with pytest.raises(ValueError, match=r"k must be an int in \[0, n\] = \[0, 3\]; got 4"):
+        stats.sign_test(4, 3)
+    with pytest.raises(TypeError, match="n must be an int"):
+        stats.sign_test(1, 3.0)
+
+
 def test_the_sign_test_matches_scipy():
     assert stats.mcnemar(np.array([1] * 9 + [0] * 7, bool),
                          np.array([0] * 9 + [1] * 7, bool))["p"] == pytest.approx(
