@@ -592,6 +592,30 @@ def test_code_lines_fit_the_column(browser, chapter):
                              f"horizontal scrollbar; their longest lines: {res['over']}")
 
 
+_BOOK_CODE_JS = r"""
+(() => {
+  const pres = [...document.querySelectorAll('article div.highlight pre')]
+                 .filter(p => p.offsetParent !== null && p.clientWidth > 0 && p.innerText.trim());
+  const over = pres.filter(p => p.scrollWidth > p.clientWidth + 1)
+                   .map(p => p.innerText.split('\n').reduce((a, l) => l.length > a.length ? l : a, ''));
+  return {n: pres.length, over};
+})()
+"""
+
+
+@pytest.mark.parametrize("page", ["book/reading_numbers.html", "book/intro.html",
+                                  "book/setup.html"], ids=lambda p: p.split("/")[-1][:-5])
+def test_book_page_code_fits_the_column(browser, server, page):
+    """#55: the code blocks of the book's own pages fit the text column at 1280 px (Reading
+    the numbers' first block once needed a scrollbar)."""
+    _visit(browser, server, page)
+    res = browser.evaluate(_BOOK_CODE_JS)
+    _record(browser, page)
+    assert res["n"] >= 1, f"{page}: no code block found"
+    assert not res["over"], f"{page}: code blocks wider than the column; their longest " \
+        f"lines: {res['over']}"
+
+
 sys.path.insert(0, str(ROOT / "scripts"))
 import page_metrics  # noqa: E402  (the JavaScript measures, shared with scripts/page_check.py)
 
