@@ -43,69 +43,57 @@ def _ends_exercise(cell: dict) -> bool:
         "# @title Solution")
 
 
-def estimate(path: Path) -> dict:
-    """``{"reading": minutes, "exercises": minutes, "n_exercises": n}`` for one notebook. An
-    exercise runs from its heading to its solution cell; what follows belongs to the
-    section again."""
+_TIMED = re.compile(r"^(#{2,3} (?!Exercise ).*?\(≈ )(\d+)( min\).*)$")
+
+
+def _walk(path: Path) -> tuple[list, list[int]]:
+    """One pass of the rule over a notebook: its reading, as ``(section, minutes)`` parts
+    (``section``: the dict of the timed section heading the part belongs to, or None for
+    the opening and anything under a heading without a time, such as "## Claims"), and each
+    exercise's minutes from its heading. An exercise runs from its heading to its solution
+    cell; what follows belongs to the section again."""
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
-    reading = 0.0
-    exercises, n_exercises = 0, 0
-    in_exercise = False
+    parts, exercises = [], []
+    section, in_exercise = None, False
     for cell in cells:
-        source = "".join(cell["source"])
         if cell["cell_type"] != "markdown":
             if not in_exercise:
-                reading += MINUTES_PER_CODE_CELL
+                parts.append((section, MINUTES_PER_CODE_CELL))
             elif _ends_exercise(cell):
                 in_exercise = False
             continue
-        parts = _HEADING.split(source)
+        pieces = _HEADING.split("".join(cell["source"]))
         if not in_exercise:
-            reading += words(parts[0]) / WORDS_PER_MINUTE
-        for heading, body in zip(parts[1::2], parts[2::2]):
+            parts.append((section, words(pieces[0]) / WORDS_PER_MINUTE))
+        for heading, body in zip(pieces[1::2], pieces[2::2]):
             m = _EXERCISE.match(heading)
             in_exercise = m is not None
             if in_exercise:
-                exercises += int(m.group(1))
-                n_exercises += 1
-            else:
-                reading += words(heading + body) / WORDS_PER_MINUTE
-    return {"reading": reading, "exercises": exercises, "n_exercises": n_exercises}
+                exercises.append(int(m.group(1)))
+                continue
+            timed = _TIMED.match(heading)
+            section = {"heading": heading, "stated": int(timed.group(2))} if timed else None
+            parts.append((section, words(heading + body) / WORDS_PER_MINUTE))
+    return parts, exercises
 
 
-_TIMED = re.compile(r"^(#{2,3} (?!Exercise ).*?\(≈ )(\d+)( min\).*)$")
+def estimate(path: Path) -> dict:
+    """``{"reading": minutes, "exercises": minutes, "n_exercises": n}`` for one notebook
+    (:func:`_walk`)."""
+    parts, exercises = _walk(path)
+    return {"reading": sum(m for _, m in parts), "exercises": sum(exercises),
+            "n_exercises": len(exercises)}
 
 
 def sections(path: Path) -> list[dict]:
     """Each section heading that states a time ("## 2. … (≈ 25 min)", not an exercise's): its
     ``heading``, the ``stated`` minutes and the rule's ``estimate`` for its text and code
-    cells, from it to the next heading, its exercises left out (an exercise runs from its
-    heading to its solution cell, and the section goes on after it). A heading without a
-    time, such as "## Claims", ends the section."""
-    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
-    out, current, section = [], None, None     # current: counting now; section: the last
-    for cell in cells:
-        source = "".join(cell["source"])
-        if cell["cell_type"] != "markdown":
-            if current is not None:
-                current["estimate"] += MINUTES_PER_CODE_CELL
-            elif _ends_exercise(cell):
-                current = section
-            continue
-        parts = _HEADING.split(source)
-        if current is not None:
-            current["estimate"] += words(parts[0]) / WORDS_PER_MINUTE
-        for heading, body in zip(parts[1::2], parts[2::2]):
-            m = _TIMED.match(heading)
-            if _EXERCISE.match(heading):
-                current = None                  # the exercise's own time is in its heading
-            elif m:
-                current = section = {"heading": heading, "stated": int(m.group(2)),
-                                     "estimate": words(heading + body) / WORDS_PER_MINUTE}
-                out.append(current)
-            else:
-                current = section = None
-    return out
+    cells, from it to the next heading, its exercises left out (:func:`_walk`)."""
+    out = {}
+    for section, minutes_ in _walk(path)[0]:
+        if section is not None:
+            out.setdefault(id(section), {**section, "estimate": 0.0})["estimate"] += minutes_
+    return list(out.values())
 
 
 def rounded(minutes_: float) -> int:
@@ -132,7 +120,9 @@ def set_section_times(path: Path) -> int:
         text = "\n".join(lines)
         cell["source"] = [ln + "\n" for ln in text.split("\n")[:-1]] + (
             [text.split("\n")[-1]] if text.split("\n")[-1] else [])
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if changed:
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
     return changed
 
 

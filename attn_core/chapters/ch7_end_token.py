@@ -143,10 +143,7 @@ def reading_rows(rows: dict | None = None) -> dict:
     data (paired runs)."""
     if rows is None:
         rows = load_sweep()
-    if not isinstance(rows, dict):
-        raise TypeError(f"rows must be the stored sweep (a dict of rows, load_sweep) or "
-                        f"None; got {type(rows).__name__}")
-    _check_rows(rows, list(READING_ROWS.values()))
+    _check_rows(rows, list(READING_ROWS.values()))      # a dict holding those rows
     return {letter: rows[name] for letter, name in READING_ROWS.items()}
 
 
