@@ -657,9 +657,11 @@ def _screenshot_widest_equation(browser: CDP, path: Path) -> None:
 
 def _on_a_phone(browser: CDP, page: str) -> dict:
     """The loaded ``page`` measured at 390 px with every fold open: the display equations'
-    sizes beside the text's, those wider than the column, and (chapters) every claims-table
-    cell; screenshots ``phone_<name>.png`` (the top), ``phone_eq_<name>.png`` (the widest
-    equation) and, for a chapter, ``phone_claims_<name>.png``. Measured once a page."""
+    sizes beside the text's, those wider than the column, its markdown tables
+    (:data:`_BOOK_TABLES_JS`) and (chapters) every claims-table cell; screenshots
+    ``phone_<name>.png`` (the top), ``phone_eq_<name>.png`` (the widest equation),
+    ``phone_tables_<name>.png`` (the widest table, if any) and, for a chapter,
+    ``phone_claims_<name>.png``. Measured once a page."""
     if page in _PHONE:
         return _PHONE[page]
     name = page.split("/")[-1][:-len(".html")]
@@ -675,6 +677,13 @@ def _on_a_phone(browser: CDP, page: str) -> dict:
         browser.settle()
         browser.screenshot(SHOTS / f"phone_{name}.png")
         _screenshot_widest_equation(browser, SHOTS / f"phone_eq_{name}.png")
+        out["tables"] = browser.evaluate(_BOOK_TABLES_JS)
+        if out["tables"]["tables"]:
+            browser.evaluate("(() => { const t = [...document.querySelectorAll('table.table')]"
+                             ".sort((a, b) => b.scrollWidth - a.scrollWidth)[0];"
+                             " t.scrollIntoView({block: 'start'}); return true; })()")
+            browser.settle()
+            browser.screenshot(SHOTS / f"phone_tables_{name}.png")
         if page in CHAPTERS:
             out["claims"] = _measure(browser, page_metrics.CLAIMS_CELLS)
             browser.evaluate("(() => { const ts = document.querySelectorAll("
@@ -784,20 +793,14 @@ _BOOK_TABLES_JS = r"""
 def test_book_tables_fit_a_phone(browser, server, page):
     """#55: at 390 px the book's markdown tables (the notation page's, the setup page's
     timings) fit the column: each row a card, every cell inside the column and named by its
-    column (book/_static/tables.js, book.css). Screenshot: ``phone_tables_<page>.png``."""
-    _visit(browser, server, page)
-    _typeset(browser)
-    _width(browser, PHONE)
-    try:
-        res = browser.evaluate(_BOOK_TABLES_JS)
-        browser.evaluate("(() => { const t = [...document.querySelectorAll('table.table')]"
-                         ".sort((a, b) => b.scrollWidth - a.scrollWidth)[0];"
-                         " if (t) t.scrollIntoView({block: 'start'}); return true; })()")
-        browser.settle()
-        browser.screenshot(SHOTS / f"phone_tables_{page.split('/')[-1][:-5]}.png")
-    finally:
-        _width(browser, 1280)
-    _record(browser, page)
+    column (book/_static/tables.js, book.css). Measured in the page's one phone pass
+    (:func:`_on_a_phone`); screenshot ``phone_tables_<page>.png``."""
+    fresh = page not in _PHONE          # a chapter's phone pass may have measured it already
+    if fresh:
+        _visit(browser, server, page)
+    res = _on_a_phone(browser, page)["tables"]
+    if fresh:
+        _record(browser, page)
     assert res["tables"] >= 1 and res["cells"] >= 6, f"{page}: {res}"
     assert not res["wide"], f"{page} at {PHONE} px: tables wider than the column: {res['wide']}"
     assert not res["unnamed"], f"{page} at {PHONE} px: cells without their column's name: " \
