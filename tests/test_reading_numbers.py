@@ -97,13 +97,13 @@ def test_interval_and_test_examples(page, rows):
 def test_holm_example(page):
     p = sorted(t["p"] for t in ch7.ablation_tests(ch7.load_sweep(), length=40))
     held = sorted(stats.holm(p))
-    fmt = lambda x: "1" if x == 1 else f"{x:.2g}" if x >= 0.01 else f"{x:.4f}"  # noqa: E731
-    _on(page, "smallest first: " + ", ".join(
-        "0.50" if abs(x - 0.5) < 1e-12 else fmt(x) for x in p) + ".")
+    # as the page writes them: two significant digits, "1" for 1, 0.50 for a half
+    raw = ["1" if x == 1 else "0.50" if abs(x - 0.5) < 1e-12 else
+           f"{x:.2g}" if x >= 0.01 else f"{x:.4f}" for x in p]
+    _on(page, "smallest first: " + ", ".join(raw) + ".")
     _on(page, "them into " + ", ".join(
-        "1" if x >= 1 else f"{x:.2g}" if x >= 0.1 else f"{x:.3f}" if x >= 0.01
-        else f"{x:.3f}" for x in held) + ":")
-    _on(page, f"five are below 0.05 alone, two after the correction")
+        "1" if x >= 1 else f"{x:.2g}" if x >= 0.1 else f"{x:.3f}" for x in held) + ":")
+    _on(page, "five are below 0.05 alone, two after the correction")
     assert sum(x < 0.05 for x in p) == 5 and sum(x < 0.05 for x in held) == 2
 
 
